@@ -1,0 +1,46 @@
+"""Token estimate (spec 3.2): cheap, deterministic, and cached per message object.
+
+Per Unicode code point: ceil(ascii / 4) + non-ascii. Every part and field is rounded up on
+its own, so a message's estimate is the sum of its pieces, never one ceil over the total.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from agent.messages import MEDIA_PART_TYPES, Message, TextPart, ThinkPart
+
+MEDIA_TOKEN_ESTIMATE = 2000  # any image, audio or video part, whatever its URL size
+ROLE_TOKENS = {"user": 1, "tool": 1, "system": 2, "assistant": 3}
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def estimate_text(text: str) -> int:
+    if text.isascii():
+        return math.ceil(len(text) / 4)
+    non_ascii = len(_NON_ASCII.findall(text))
+    return math.ceil((len(text) - non_ascii) / 4) + non_ascii
+
+
+def estimate_message(message: Message) -> int:
+    memo = message.memo()
+    total = memo.get("tokens")
+    if total is None:
+        total = memo["tokens"] = _estimate_uncached(message)
+    return total
+
+
+def _estimate_uncached(message: Message) -> int:
+    total = ROLE_TOKENS.get(message.role, 0)
+    for part in message.content:
+        if isinstance(part, TextPart):
+            total += estimate_text(part.text)
+        elif isinstance(part, ThinkPart):
+            total += estimate_text(part.think)
+        elif part.type in MEDIA_PART_TYPES:
+            total += MEDIA_TOKEN_ESTIMATE
+    for call in message.tool_calls:
+        total += estimate_text(call.name) + estimate_text(json.dumps(call.arguments, ensure_ascii=False))
+    return total
