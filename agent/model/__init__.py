@@ -1,0 +1,1 @@
+"""Model providers: the OpenAI-compatible client (httpx) and the shapes around it."""

@@ -1,0 +1,37 @@
+"""What a chat model is to the rest of the core: a request in, an assistant message out."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.messages import Message
+
+
+class ModelRequest(BaseModel):
+    """A projected history plus what the model needs around it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: list[Message]
+    system: str | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # OpenAI "function" tool declarations
+    max_output_tokens: int | None = None
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelResponse(BaseModel):
+    message: Message  # role assistant; tool calls carry the raw argument strings
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+class ChatModel(Protocol):
+    name: str
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...

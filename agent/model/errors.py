@@ -1,0 +1,42 @@
+"""The few errors a model provider raises; callers branch on the class, never on text."""
+
+from __future__ import annotations
+
+
+class ModelError(Exception):
+    """The model call failed in a way the caller should report, not retry."""
+
+
+class ModelHTTPError(ModelError):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"model endpoint answered HTTP {status}: {body[:300]}")
+        self.status = status
+        self.body = body
+
+
+class RetryableModelError(ModelError):
+    """429, 5xx, timeouts and dropped connections: worth another attempt after `retry_after`."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ContextOverflowError(ModelError):
+    """The request did not fit the model's context window."""
+
+
+class StructureRejectedError(ModelError):
+    """The provider rejected the message structure (unpaired tool calls and the like)."""
+
+
+class EmptyResponseError(ModelError):
+    """The model answered with nothing usable."""
+
+
+class TruncatedResponseError(ModelError):
+    """The answer was cut off by the output limit before it was complete."""
+
+
+class MalformedResponseError(ModelError):
+    """The endpoint answered 200 with a body that is not a chat completion."""
