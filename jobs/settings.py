@@ -1,0 +1,100 @@
+"""Configuration from the environment (pydantic-settings), checked once at process start.
+
+Each process asks for the settings it cannot run without (`Settings.require`); a missing or
+invalid one stops the process with a single line naming the variable and what it expects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SLACK_DEFAULT_API_URL = "https://slack.com/api/"
+
+# What each setting is, said once: used for "missing" and "invalid" lines alike.
+EXPECTED: dict[str, str] = {
+    "SLACK_BOT_TOKEN": "the bot token (xoxb-…) from your Slack app's OAuth & Permissions page",
+    "SLACK_SIGNING_SECRET": "the signing secret from your Slack app's Basic Information page",
+    "SLACK_APP_TOKEN": "an app-level token (xapp-…) with connections:write, for Socket Mode",
+    "SLACK_API_URL": "the base URL of the Slack Web API, ending in a slash",
+    "SLACK_COMMAND": "the slash command name, starting with '/'",
+    "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
+    "PORT": "a TCP port number (1-65535)",
+    "LLM_BASE_URL": "the base URL of an OpenAI-compatible API, e.g. https://api.moonshot.ai/v1",
+    "LLM_API_KEY": "the API key for LLM_BASE_URL",
+    "LLM_MODEL": "the model name to request, e.g. kimi-k2-0905-preview",
+    "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
+    "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
+    "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
+}
+
+
+class SettingsError(SystemExit):
+    """Raised (and printed as one line) when the environment cannot run this process."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=True, extra="ignore")
+
+    SLACK_BOT_TOKEN: str | None = None
+    SLACK_SIGNING_SECRET: str | None = None
+    SLACK_APP_TOKEN: str | None = None
+    SLACK_API_URL: str = SLACK_DEFAULT_API_URL
+    SLACK_COMMAND: str = "/agent"
+    REDIS_URL: str | None = None
+    PORT: int = Field(default=3000, ge=1, le=65535)
+    LLM_BASE_URL: str | None = None
+    LLM_API_KEY: str | None = None
+    LLM_MODEL: str | None = None
+    LLM_CONTEXT_WINDOW: int = Field(default=128_000, gt=0)
+    AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
+    TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
+
+    @field_validator("SLACK_API_URL")
+    @classmethod
+    def _slack_api_url_ends_with_slash(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("not an http(s) URL")
+        return value if value.endswith("/") else value + "/"
+
+    @field_validator("SLACK_COMMAND")
+    @classmethod
+    def _command_starts_with_slash(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("must start with '/'")
+        return value
+
+    @field_validator("REDIS_URL", "LLM_BASE_URL")
+    @classmethod
+    def _url_has_scheme(cls, value: str | None) -> str | None:
+        if value is not None and "://" not in value:
+            raise ValueError("not a URL")
+        return value
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """Read the environment; an invalid value becomes one SettingsError line."""
+        try:
+            return cls(**overrides)
+        except ValidationError as error:
+            first = error.errors()[0]
+            name = str(first["loc"][0]) if first["loc"] else "settings"
+            raise SettingsError(_invalid_line(name, first.get("input"))) from None
+
+    def require(self, *names: str) -> Settings:
+        missing = [name for name in names if not getattr(self, name)]
+        if missing:
+            raise SettingsError(_missing_line(missing))
+        return self
+
+
+def _missing_line(names: list[str]) -> str:
+    described = "; ".join(f"{name} ({EXPECTED.get(name, 'required')})" for name in names)
+    return f"threadline: missing setting{'s' if len(names) > 1 else ''}: {described}"
+
+
+def _invalid_line(name: str, value: Any) -> str:
+    return f"threadline: invalid setting {name}={value!r}: expected {EXPECTED.get(name, 'a valid value')}"
