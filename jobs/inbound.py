@@ -1,0 +1,23 @@
+"""What a person said in a thread, as the gateway hands it to the session."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.messages import Message, Origin, TextPart
+
+
+class UserInput(BaseModel):
+    """One Slack message that becomes one user message of the session."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    user: str
+    ts: str
+    event_id: str | None = None
+
+    def to_message(self) -> Message:
+        # The author is named in Slack's own syntax, so the model can address them in its answer.
+        origin = Origin(kind="user", user=self.user, ts=self.ts)
+        return Message(role="user", content=[TextPart(text=f"<@{self.user}>: {self.text}")], origin=origin)

@@ -1,0 +1,64 @@
+"""Placing jobs: the `turns` and `slack` queues and the once-per-session scheduling rule."""
+
+from __future__ import annotations
+
+import uuid
+
+from redis import Redis
+from rq import Queue
+from rq.exceptions import DuplicateJobError
+from rq.serializers import JSONSerializer
+
+from jobs.keys import SessionKey
+
+TURNS_QUEUE = "turns"
+SLACK_QUEUE = "slack"
+TURN_JOB = "jobs.turn.run_turn"
+DELIVERY_JOB = "gateway.delivery.deliver"  # by name: jobs never imports gateway
+QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
+DELIVERY_TIMEOUT_S = 600  # posting a long answer through 429s can take minutes, not hours
+SERIALIZER = JSONSerializer  # job arguments are plain strings; never unpickle from Redis
+
+
+def queue(redis: Redis, name: str) -> Queue:
+    return Queue(name, connection=redis, serializer=SERIALIZER)
+
+
+def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool:
+    """Enqueue a turn unless one is already queued for this session.
+
+    The `queued` flag is set atomically (SET NX) and cleared by the job when it starts, so two
+    messages arriving together enqueue one job; the job id carries the flag's token, so a
+    retried enqueue of the same intent is refused by RQ itself. A duplicate that slipped
+    through anyway is harmless: it finds the session's lease taken, or nothing to answer.
+    """
+    token = uuid.uuid4().hex[:12]
+    if not redis.set(key.redis_key("queued"), token, nx=True, ex=QUEUED_FLAG_TTL_S):
+        return False
+    try:
+        queue(redis, TURNS_QUEUE).enqueue(
+            TURN_JOB,
+            str(key),
+            job_id=f"turn-{token}",
+            unique=True,
+            job_timeout=turn_timeout_s,
+            result_ttl=0,
+            failure_ttl=7 * 24 * 3600,
+        )
+    except DuplicateJobError:
+        return False
+    except Exception:
+        redis.delete(key.redis_key("queued"))  # let the next attempt enqueue
+        raise
+    return True
+
+
+def clear_turn_flag(redis: Redis, key: SessionKey) -> None:
+    redis.delete(key.redis_key("queued"))
+
+
+def schedule_delivery(redis: Redis, key: SessionKey) -> None:
+    """Deliveries may pile up: the delivery job drains the whole outbox and the rest find it empty."""
+    queue(redis, SLACK_QUEUE).enqueue(
+        DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=7 * 24 * 3600
+    )
