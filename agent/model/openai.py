@@ -1,0 +1,110 @@
+"""An OpenAI-compatible chat-completions client on httpx (Kimi first, any compatible endpoint)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from agent.model.base import ModelRequest, ModelResponse, Usage
+from agent.model.errors import (
+    ContextOverflowError,
+    MalformedResponseError,
+    ModelHTTPError,
+    RetryableModelError,
+    StructureRejectedError,
+)
+from agent.model.openai_format import from_openai_message, to_openai_messages
+
+REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
+# Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.
+_SSL_CONTEXT = httpx.create_ssl_context()
+_OVERFLOW_MARKERS = ("context_length", "context length", "maximum context", "too many tokens", "token limit")
+_STRUCTURE_MARKERS = ("tool_call", "tool call", "tool_calls", "tool message", "role", "messages")
+
+
+class OpenAICompatibleModel:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: httpx.Timeout = REQUEST_TIMEOUT,
+    ) -> None:
+        self.name = model
+        self._base_url = base_url.rstrip("/") + "/"
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._transport = transport
+        self._timeout = timeout
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        async with self._client() as client:
+            try:
+                response = await client.post("chat/completions", json=self.payload(request))
+            except (httpx.TimeoutException, httpx.TransportError) as error:
+                raise RetryableModelError(f"model endpoint unreachable: {error!r}") from error
+        raise_for_status(response)
+        return _parse_completion(response)
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": to_openai_messages(request.messages, request.system),
+        }
+        if request.tools:
+            body["tools"] = request.tools
+        if request.max_output_tokens:
+            body["max_tokens"] = request.max_output_tokens
+        return body
+
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self._base_url,
+            headers=self._headers,
+            timeout=self._timeout,
+            transport=self._transport,
+            verify=_SSL_CONTEXT,
+        )
+
+
+def raise_for_status(response: httpx.Response) -> None:
+    """Map an error answer to the class the caller branches on."""
+    status = response.status_code
+    if status < 400:
+        return
+    body = response.text
+    lowered = body.lower()
+    if status == 429 or status >= 500:
+        raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response))
+    if status == 413 or any(marker in lowered for marker in _OVERFLOW_MARKERS):
+        raise ContextOverflowError(body[:500])
+    if status in (400, 422) and any(marker in lowered for marker in _STRUCTURE_MARKERS):
+        raise StructureRejectedError(body[:500])
+    raise ModelHTTPError(status, body)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _parse_completion(response: httpx.Response) -> ModelResponse:
+    try:
+        data = response.json()
+        choice = data["choices"][0]
+        message = from_openai_message(choice["message"])
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        raise MalformedResponseError(f"not a chat completion: {response.text[:200]!r}") from error
+    usage = data.get("usage") or {}
+    return ModelResponse(
+        message=message,
+        finish_reason=choice.get("finish_reason"),
+        usage=Usage(
+            input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
+        ),
+    )

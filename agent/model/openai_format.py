@@ -1,0 +1,85 @@
+"""Messages ↔ the OpenAI chat-completions JSON shape (what Kimi and friends accept)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.messages import (
+    AudioURLPart,
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+    VideoURLPart,
+)
+
+EMPTY_ARGUMENTS = "{}"  # providers require a string; a call the model sent without arguments
+
+
+def to_openai_messages(messages: list[Message], system: str | None = None) -> list[dict[str, Any]]:
+    wire = [{"role": "system", "content": system}] if system else []
+    wire.extend(_to_openai(message) for message in messages)
+    return wire
+
+
+def _to_openai(message: Message) -> dict[str, Any]:
+    if message.role == "assistant":
+        return _assistant(message)
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(message.content)}
+    entry: dict[str, Any] = {"role": message.role, "content": _content(message.content)}
+    if message.name:
+        entry["name"] = message.name
+    return entry
+
+
+def _assistant(message: Message) -> dict[str, Any]:
+    text = "".join(part.text for part in message.content if isinstance(part, TextPart))
+    entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+    reasoning = "".join(part.think for part in message.content if isinstance(part, ThinkPart))
+    if reasoning:
+        entry["reasoning_content"] = reasoning
+    if message.tool_calls:
+        entry["tool_calls"] = [_tool_call(call) for call in message.tool_calls]
+    return entry
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments if call.arguments is not None else EMPTY_ARGUMENTS
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _content(parts: list[ContentPart]) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, TextPart) for part in parts):
+        return "".join(part.text for part in parts if isinstance(part, TextPart))
+    return [wire for part in parts if (wire := _part(part)) is not None]
+
+
+def _part(part: ContentPart) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImageURLPart):
+        return {"type": "image_url", "image_url": {"url": part.image_url.url}}
+    if isinstance(part, AudioURLPart):
+        return {"type": "input_audio", "input_audio": {"url": part.audio_url.url}}
+    if isinstance(part, VideoURLPart):
+        return {"type": "video_url", "video_url": {"url": part.video_url.url}}
+    return None  # think parts travel as reasoning_content on the assistant message
+
+
+def from_openai_message(choice_message: dict[str, Any]) -> Message:
+    """An assistant message from a completion's `choices[0].message`."""
+    content: list[ContentPart] = []
+    reasoning = choice_message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        content.append(ThinkPart(think=reasoning))
+    text = choice_message.get("content")
+    if isinstance(text, str) and text:
+        content.append(TextPart(text=text))
+    calls = [
+        ToolCall(id=call["id"], name=call["function"]["name"], arguments=call["function"].get("arguments"))
+        for call in choice_message.get("tool_calls") or []
+    ]
+    return Message(role="assistant", content=content, tool_calls=calls)
