@@ -1,0 +1,1 @@
+"""Local stand-ins for Slack used by the sandbox and the tests: same code paths, no workspace."""

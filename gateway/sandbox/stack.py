@@ -1,0 +1,118 @@
+"""The real `web` and `worker` commands as subprocesses, wired to Redis and the local fakes.
+
+Tests, benchmarks and the sandbox start the product through this, so all three exercise the
+same commands a deployment runs (the Procfile's).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from gateway.sandbox.signing import event_request, form_request, interaction_request
+
+BOT_TOKEN = "xoxb-sandbox-token"
+SIGNING_SECRET = "sandbox-signing-secret"
+READY_TIMEOUT_S = 20
+THREADLINE = shutil.which("threadline", path=str(Path(sys.executable).parent)) or "threadline"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Stack:
+    def __init__(
+        self, tmp_path: Path, redis_url: str, slack_api_url: str, llm_base_url: str, **env: str
+    ) -> None:
+        self.port = free_port()
+        self.logs = tmp_path / "logs"
+        self.logs.mkdir(exist_ok=True)
+        self.env = {
+            **os.environ,
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "SLACK_API_URL": slack_api_url,
+            "REDIS_URL": redis_url,
+            "PORT": str(self.port),
+            "LLM_BASE_URL": llm_base_url,
+            "LLM_MODEL": "fake-model",
+            "LLM_API_KEY": "sk-test",
+            "AGENT_WORKDIR": str(tmp_path / "workspaces"),
+            "WEB_CONCURRENCY": "1",
+            **env,
+        }
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=10)
+
+    def start(self, *, workers: int = 1) -> Stack:
+        self.spawn("web", [THREADLINE, "web"])
+        for index in range(workers):
+            self.spawn(f"worker{index}", [THREADLINE, "worker"])
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self._web_ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"web did not answer /healthz within {READY_TIMEOUT_S}s:\n{self.log('web')}"
+                )
+            time.sleep(0.05)
+        return self
+
+    def spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.processes[name] = process
+        return process
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def _web_ready(self) -> bool:
+        if self.processes["web"].poll() is not None:
+            raise AssertionError(f"web exited early:\n{self.log('web')}")
+        try:
+            return self.client.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def send_event(
+        self, payload: dict[str, Any], headers: dict[str, str] | None = None, **sign: Any
+    ) -> httpx.Response:
+        body, signed = event_request(SIGNING_SECRET, payload, **sign)
+        return self.client.post("/slack/events", content=body, headers={**signed, **(headers or {})})
+
+    def send_command(self, fields: dict[str, str], **sign: Any) -> httpx.Response:
+        body, signed = form_request(SIGNING_SECRET, fields, **sign)
+        return self.client.post("/slack/events", content=body, headers=signed)
+
+    def send_interaction(self, payload: dict[str, Any], **sign: Any) -> httpx.Response:
+        body, signed = interaction_request(SIGNING_SECRET, payload, **sign)
+        return self.client.post("/slack/events", content=body, headers=signed)
+
+    def stop(self) -> None:
+        self.client.close()
+        for process in self.processes.values():
+            _terminate(process)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, 15)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait(timeout=10)
