@@ -1,0 +1,59 @@
+"""The `threadline` command: `web`, `worker` and friends, each checking its settings first."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jobs.settings import Settings, SettingsError
+
+WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
+WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL", "LLM_BASE_URL", "LLM_MODEL")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except SettingsError as error:
+        print(error, file=sys.stderr)
+        return 2
+
+
+def _web(args: argparse.Namespace) -> int:
+    from gateway.server import serve
+
+    serve(Settings.load().require(*WEB_SETTINGS))
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from gateway.worker import work
+
+    work(Settings.load().require(*WORKER_SETTINGS), burst=args.burst)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gateway.processes import run_together
+
+    Settings.load().require(*dict.fromkeys(WEB_SETTINGS + WORKER_SETTINGS))
+    me = [sys.executable, "-m", "gateway.cli"]
+    return run_together({"web": [*me, "web"], "worker": [*me, "worker"]})
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="threadline", description="A Slack gateway for a coding agent.")
+    commands = parser.add_subparsers(required=True, metavar="command")
+    web = commands.add_parser("web", help="serve POST /slack/events on $PORT")
+    web.set_defaults(run=_web)
+    worker = commands.add_parser("worker", help="run RQ workers for the turns and slack queues")
+    worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    worker.set_defaults(run=_worker)
+    run = commands.add_parser("run", help="run web and worker together in the foreground")
+    run.set_defaults(run=_run)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""Slack thread ↔ session key, and the text a person meant once the bot mention is removed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from jobs.keys import SessionKey
+
+_LEADING_MENTION = re.compile(r"^\s*<@[A-Z0-9]+(\|[^>]*)?>[\s:,]*")
+
+
+def session_key_for(team_id: str, event: Mapping[str, Any]) -> SessionKey:
+    """A thread is identified by its root: `thread_ts` for replies, the message's own ts otherwise."""
+    return SessionKey(team=team_id, channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"])
+
+
+def strip_bot_mention(text: str, bot_user_id: str | None) -> str:
+    if bot_user_id:
+        text = (
+            text.replace(f"<@{bot_user_id}>", " ", 1)
+            if text.lstrip().startswith(f"<@{bot_user_id}>")
+            else text
+        )
+        return text.strip()
+    return _LEADING_MENTION.sub("", text, count=1).strip()

@@ -1,0 +1,31 @@
+"""What a worker process builds once: settings, the Redis client and the model."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from redis import Redis
+
+from agent.model.base import ChatModel
+from agent.model.openai import OpenAICompatibleModel
+from jobs.settings import Settings
+
+
+@cache
+def settings() -> Settings:
+    return Settings.load()
+
+
+@cache
+def redis_client() -> Redis:
+    return redis_from_url(settings().require("REDIS_URL").REDIS_URL or "")
+
+
+def redis_from_url(url: str) -> Redis:
+    # Short timeouts: a Redis outage must surface as a clear error, not a hung request.
+    return Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3, health_check_interval=15)
+
+
+def build_model(config: Settings) -> ChatModel:
+    config.require("LLM_BASE_URL", "LLM_MODEL")
+    return OpenAICompatibleModel(config.LLM_BASE_URL or "", config.LLM_MODEL or "", config.LLM_API_KEY)

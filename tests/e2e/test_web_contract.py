@@ -1,0 +1,67 @@
+"""The web process's outer contract: signatures, url_verification, Redis outages, settings."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from gateway.sandbox.stack import THREADLINE, Stack, free_port
+from tests.polling import wait_for
+from tests.slack_events import mention, sample_event
+
+
+def test_url_verification_is_answered_with_the_challenge(stack: Stack):
+    body = sample_event("url_verification")
+    response = stack.send_event(body)
+    assert response.status_code == 200
+    assert body["challenge"] in response.text
+
+
+def test_bad_signature_is_refused_and_changes_nothing(stack: Stack, redis):
+    before = sorted(redis.keys("*"))
+    response = stack.send_event(
+        mention("hi", ts="1700000000.000100"), headers={"X-Slack-Signature": "v0=" + "0" * 64}
+    )
+    assert response.status_code == 401
+    assert sorted(redis.keys("*")) == before
+
+
+def test_stale_timestamp_is_refused_and_changes_nothing(stack: Stack, redis):
+    before = sorted(redis.keys("*"))
+    response = stack.send_event(mention("hi", ts="1700000000.000200"), timestamp=int(time.time()) - 6 * 60)
+    assert response.status_code == 401
+    assert sorted(redis.keys("*")) == before
+
+
+def test_mention_while_redis_is_down_is_a_clear_error_not_a_crash(tmp_path: Path, fake_slack, fake_llm):
+    dead_redis = f"redis://127.0.0.1:{free_port()}/0"
+    stack = Stack(tmp_path, dead_redis, fake_slack.api_url, fake_llm.base_url).start(workers=0)
+    try:
+        first = stack.send_event(mention("hello", ts="1700000000.000300"))
+        second = stack.send_event(mention("again", ts="1700000000.000400"))
+        assert first.status_code == 503 and second.status_code == 503  # not acked: Slack retries
+        assert stack.processes["web"].poll() is None
+        wait_for(lambda: "Redis is unavailable" in stack.log("web"), what="the logged error")
+    finally:
+        stack.stop()
+
+
+def test_missing_settings_stop_the_process_with_one_line_naming_them():
+    result = subprocess.run(
+        [THREADLINE, "web"], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "SLACK_SIGNING_SECRET" in lines[0] and "SLACK_BOT_TOKEN" in lines[0] and "REDIS_URL" in lines[0]
+
+
+def test_invalid_setting_names_the_variable_and_what_is_expected():
+    env = {"PATH": "/usr/bin:/bin", "PORT": "eighty"}
+    result = subprocess.run([THREADLINE, "web"], env=env, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        == "threadline: invalid setting PORT='eighty': expected a TCP port number (1-65535)"
+    )
