@@ -1,0 +1,85 @@
+"""Time from a signed `app_mention` to the answer in the fake Slack thread (issue 2).
+
+    python -m bench.mention_latency [--mentions 30] [--redis redis://127.0.0.1:6379/14]
+
+Runs the real `web` and `worker` commands (as the Procfile does) against real Redis, the fake
+Slack Web API and a fake model that answers at once, and sends mentions one after another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from redis import Redis
+
+from gateway.sandbox.fake_llm import FakeLLM
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN, Stack
+
+POLL_S = 0.001
+
+
+def mention_body(ts: str, index: int) -> dict:
+    event = {
+        "type": "app_mention",
+        "text": f"<@{BOT_USER_ID}> ping {index}",
+        "user": "W222",
+        "ts": ts,
+        "channel": "C111",
+        "event_ts": ts,
+        "team": "T111",
+    }
+    return {
+        "team_id": "T111",
+        "api_app_id": "A111",
+        "type": "event_callback",
+        "event_id": f"Evbench{index}",
+        "event_time": int(time.time()),
+        "event": event,
+    }
+
+
+def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float]:
+    root = slack.add_user_message("C111", f"<@{BOT_USER_ID}> ping {index}", user="W222")
+    started = time.perf_counter()
+    response = stack.send_event(mention_body(root["ts"], index))
+    acked = time.perf_counter() - started
+    assert response.status_code == 200, response.text
+    deadline = started + 30
+    while not any(m.get("bot_id") for m in slack.thread("C111", root["ts"])):
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"no answer for mention {index}")
+        time.sleep(POLL_S)
+    return acked, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mentions", type=int, default=30)
+    parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    args = parser.parse_args()
+    Redis.from_url(args.redis).flushdb()
+    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url).start()
+        try:
+            measure(stack, slack, -1)  # warm-up: imports, first auth.test, worker fork path
+            results = [measure(stack, slack, index) for index in range(args.mentions)]
+        finally:
+            stack.stop()
+    acks, replies = ([r[i] * 1000 for r in results] for i in (0, 1))
+    print(f"mentions: {args.mentions} (sequential; model answers at once; RQ forking worker)")
+    print(f"HTTP 200 after:        median {statistics.median(acks):7.1f} ms   max {max(acks):7.1f} ms")
+    print(
+        f"answer in thread after: median {statistics.median(replies):7.1f} ms   "
+        f"p90 {statistics.quantiles(replies, n=10)[-1]:7.1f} ms   max {max(replies):7.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
