@@ -8,6 +8,7 @@ from redis import Redis
 
 from agent.model.base import ChatModel
 from agent.model.openai import OpenAICompatibleModel
+from agent.model.retrying import RetryingModel
 from jobs.settings import Settings
 
 
@@ -28,4 +29,5 @@ def redis_from_url(url: str) -> Redis:
 
 def build_model(config: Settings) -> ChatModel:
     config.require("LLM_BASE_URL", "LLM_MODEL")
-    return OpenAICompatibleModel(config.LLM_BASE_URL or "", config.LLM_MODEL or "", config.LLM_API_KEY)
+    client = OpenAICompatibleModel(config.LLM_BASE_URL or "", config.LLM_MODEL or "", config.LLM_API_KEY)
+    return RetryingModel(client)

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.messages import Message
+from agent.messages import Message, ToolCall
 
 
 class ModelRequest(BaseModel):
@@ -31,7 +31,20 @@ class ModelResponse(BaseModel):
     usage: Usage | None = None
 
 
+class StreamListener(Protocol):
+    """Told about a streamed answer as it arrives: text deltas, and each tool call once complete."""
+
+    def on_text(self, delta: str) -> None: ...
+
+    def on_tool_call(self, call: ToolCall) -> None: ...
+
+    def on_restart(self) -> None:
+        """A retry begins: everything heard so far from the failed attempt is void."""
+
+
 class ChatModel(Protocol):
     name: str
 
-    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+    async def complete(
+        self, request: ModelRequest, listener: StreamListener | None = None
+    ) -> ModelResponse: ...

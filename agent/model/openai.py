@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from agent.model.base import ModelRequest, ModelResponse, Usage
+from agent.model.base import ModelRequest, ModelResponse, StreamListener, Usage
 from agent.model.errors import (
     ContextOverflowError,
     MalformedResponseError,
@@ -15,6 +15,7 @@ from agent.model.errors import (
     StructureRejectedError,
 )
 from agent.model.openai_format import from_openai_message, to_openai_messages
+from agent.model.sse import StreamAssembler
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 # Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.
@@ -32,27 +33,50 @@ class OpenAICompatibleModel:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: httpx.Timeout = REQUEST_TIMEOUT,
+        stream: bool = True,
     ) -> None:
         self.name = model
         self._base_url = base_url.rstrip("/") + "/"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._transport = transport
         self._timeout = timeout
+        self._stream = stream
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, listener: StreamListener | None = None) -> ModelResponse:
         async with self._client() as client:
             try:
+                if self._stream:
+                    return await self._streamed(client, request, listener)
                 response = await client.post("chat/completions", json=self.payload(request))
             except (httpx.TimeoutException, httpx.TransportError) as error:
-                raise RetryableModelError(f"model endpoint unreachable: {error!r}") from error
+                raise RetryableModelError(f"model endpoint unreachable or cut off: {error!r}") from error
         raise_for_status(response)
         return _parse_completion(response)
+
+    async def _streamed(
+        self, client: httpx.AsyncClient, request: ModelRequest, listener: StreamListener | None
+    ) -> ModelResponse:
+        async with client.stream("POST", "chat/completions", json=self.payload(request)) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise_for_status(response)
+            if "event-stream" not in response.headers.get("content-type", ""):
+                await response.aread()  # some endpoints ignore `stream`; anything else is malformed
+                return _parse_completion(response)
+            assembler = StreamAssembler(listener)
+            async for line in response.aiter_lines():
+                assembler.feed_line(line)
+                if assembler.done:
+                    break
+        return assembler.finish()
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.name,
             "messages": to_openai_messages(request.messages, request.system),
         }
+        if self._stream:
+            body["stream"] = True
         if request.tools:
             body["tools"] = request.tools
         if request.max_output_tokens:

@@ -51,12 +51,14 @@ def test_model_http_error_ends_the_turn_with_an_apology_in_the_thread(stack, fak
 
 def test_model_answer_that_is_not_json_is_recorded_and_apologised_for(stack, fake_slack, fake_llm, redis):
     root = fake_slack.add_user_message("C111", "<@UBOT0001> hello", user="W222")
-    fake_llm.script(Reply(raw_body=b"<html>gateway error</html>"))
+    garbled = Reply(raw_body=b"<html>gateway error</html>")
+    fake_llm.script(garbled, garbled)  # a garbled answer is retried once, then reported
 
     stack.send_event(mention("hello", ts=root["ts"]))
 
     replies = wait_for(lambda: bot_replies(fake_slack, "C111", root["ts"]), what="the apology")
     assert "Sorry" in replies[0]["text"]
+    assert len(fake_llm.requests) == 2
     ended = [r for r in _wire(redis, root["ts"]) if r["type"] == "turn.ended"]
     assert ended[-1]["reason"] == "failed" and "not a chat completion" in ended[-1]["error"]
 

@@ -1,0 +1,118 @@
+"""Assemble a streamed chat completion (server-sent events) into one assistant message.
+
+Tool calls arrive as deltas keyed by `index`: the first delta of an index carries the id and
+name, later ones append argument text. A call is complete when a later index starts or the
+stream finishes; the listener hears of each complete call exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.messages import ContentPart, Message, TextPart, ThinkPart, ToolCall
+from agent.model.base import ModelResponse, StreamListener, Usage
+from agent.model.errors import MalformedResponseError, RetryableModelError
+
+DONE = "[DONE]"
+
+
+@dataclass
+class _CallDraft:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def call(self) -> ToolCall:
+        return ToolCall(id=self.id, name=self.name, arguments="".join(self.arguments))
+
+
+@dataclass
+class StreamAssembler:
+    listener: StreamListener | None = None
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    drafts: dict[int, _CallDraft] = field(default_factory=dict)
+    announced: int = 0
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    done: bool = False
+
+    def feed_line(self, line: str) -> None:
+        if not line.startswith("data:"):
+            return  # comments, event names and keep-alives carry nothing for us
+        data = line.removeprefix("data:").strip()
+        if data == DONE:
+            self.done = True
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError as error:
+            raise MalformedResponseError(f"malformed stream chunk: {data[:200]!r}") from error
+        self._feed_chunk(chunk)
+
+    def _feed_chunk(self, chunk: dict[str, Any]) -> None:
+        if "error" in chunk:
+            raise RetryableModelError(f"the stream reported an error: {str(chunk['error'])[:300]}")
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+            self.usage = Usage(
+                input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
+            )
+        for choice in chunk.get("choices") or []:
+            self._feed_delta(choice.get("delta") or {})
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+    def _feed_delta(self, delta: dict[str, Any]) -> None:
+        if delta.get("content"):
+            self.text.append(delta["content"])
+            if self.listener is not None:
+                self.listener.on_text(delta["content"])
+        if delta.get("reasoning_content"):
+            self.reasoning.append(delta["reasoning_content"])
+        for item in delta.get("tool_calls") or []:
+            self._feed_call(item)
+
+    def _feed_call(self, item: dict[str, Any]) -> None:
+        index = item.get("index", len(self.drafts))
+        if index not in self.drafts:
+            self._announce_up_to(index)
+            self.drafts[index] = _CallDraft()
+        draft = self.drafts[index]
+        draft.id = item.get("id") or draft.id
+        function = item.get("function") or {}
+        draft.name = function.get("name") or draft.name
+        if function.get("arguments"):
+            draft.arguments.append(function["arguments"])
+
+    def _announce_up_to(self, index: int) -> None:
+        """Every draft before `index` is complete: a later call has started."""
+        for position in sorted(self.drafts):
+            if position < index and position >= self.announced:
+                self._announce(position)
+
+    def _announce(self, position: int) -> None:
+        self.announced = position + 1
+        if self.listener is not None:
+            self.listener.on_tool_call(self.drafts[position].call())
+
+    def finish(self) -> ModelResponse:
+        if not self.done and self.finish_reason is None:
+            raise RetryableModelError("the model's stream was cut before it finished")
+        for position in sorted(self.drafts):
+            if position >= self.announced:
+                self._announce(position)
+        calls = [self.drafts[position].call() for position in sorted(self.drafts)]
+        if any(not call.id or not call.name for call in calls):
+            raise MalformedResponseError("a streamed tool call came without an id or a name")
+        return ModelResponse(message=self._message(calls), finish_reason=self.finish_reason, usage=self.usage)
+
+    def _message(self, calls: list[ToolCall]) -> Message:
+        content: list[ContentPart] = []
+        if self.reasoning:
+            content.append(ThinkPart(think="".join(self.reasoning)))
+        if self.text:
+            content.append(TextPart(text="".join(self.text)))
+        return Message(role="assistant", content=content, tool_calls=calls)
