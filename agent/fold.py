@@ -107,6 +107,7 @@ class Folder:
 
     def settle(self) -> None:
         """Close the open step: interrupted results for pending calls, then seal or drop it."""
+        step, self._open = self._open, None
         for call_id in self._pending:
             self._history.append(
                 Message(
@@ -114,10 +115,11 @@ class Folder:
                     content=[TextPart(text=INTERRUPTED_TOOL_RESULT)],
                     tool_call_id=call_id,
                     is_error=True,
+                    # Derived from the step's wire id, so the message stays identifiable after a reload.
+                    id=f"{step.record_id}/{call_id}" if step is not None and step.record_id else None,
                 )
             )
         self._pending.clear()
-        step, self._open = self._open, None
         if step is not None:
             if step.is_vacuous():
                 del self._history[step.index]
