@@ -158,21 +158,35 @@ def _auto_count(
 
 
 def _fit_to_window(messages: Sequence[Message], n: int, max_size: float, estimate: Estimator) -> int:
-    """Shrink n until the compacted prefix itself fits the window (the summariser must read it)."""
+    """Shrink n until the compacted prefix itself fits the window (the summariser must read it).
+
+    The spec walks back from n subtracting estimates; because estimates are never negative the
+    prefix sums only grow, so walking forward until they pass the window gives the same answer
+    while estimating only the messages that fit (a fraction of a long history).
+    """
     if max_size <= 0 or n <= 0:
         return n
-    total = sum(estimate(messages[i]) for i in range(n))
-    if total <= max_size:
+    fitting = _messages_within(messages, n, max_size, estimate)
+    if fitting == n:
         return n
-    best = 0
-    for k in range(n - 1, 0, -1):
-        total -= estimate(messages[k])
-        if not can_split_after(messages, k - 1):
-            continue
-        best = k
-        if total <= max_size:
+    for k in range(fitting, 0, -1):
+        if can_split_after(messages, k - 1):
             return k
-    return best or n
+    # Nothing fits: the spec settles for the smallest split point that exists.
+    for k in range(fitting + 1, n):
+        if can_split_after(messages, k - 1):
+            return k
+    return n
+
+
+def _messages_within(messages: Sequence[Message], n: int, max_size: float, estimate: Estimator) -> int:
+    """How many leading messages (at most n) fit in max_size together."""
+    total = 0
+    for i in range(n):
+        total += estimate(messages[i])
+        if total > max_size:
+            return i
+    return n
 
 
 def reduce_compact_on_overflow(
