@@ -66,12 +66,20 @@ def history_safe_to_compact(current: Sequence[Message], original: Sequence[Messa
     wire entry ids after a reload from Redis) and everything appended since is real user input,
     which the summary does not need to have seen.
     """
+    return unsafe_reason(current, original) is None
+
+
+def unsafe_reason(current: Sequence[Message], original: Sequence[Message]) -> str | None:
+    """Why `history_safe_to_compact` is false, in words for a log or a thread notice."""
     if len(current) < len(original):
-        return False
-    for now, then in zip(current, original, strict=False):
+        return "the history shrank while the summary was being written"
+    for index, (now, then) in enumerate(zip(current, original, strict=False)):
         if now is not then and (then.id is None or now.id != then.id):
-            return False
-    return all(is_real_user_input(message) for message in current[len(original) :])
+            return f"message {index} changed while the summary was being written"
+    for message in current[len(original) :]:
+        if not is_real_user_input(message):
+            return f"a {message.role} message was added while the summary was being written"
+    return None
 
 
 class ReferenceCompactionShape(BaseModel):

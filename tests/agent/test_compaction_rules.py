@@ -126,3 +126,9 @@ def test_observed_window_remembers_85_percent_of_the_overflowing_request():
     assert effective_window(256_000, 85_000) == 85_000
     assert effective_window(0, 85_000) == 85_000
     assert effective_window(64_000, None) == 64_000
+
+
+def test_the_compaction_module_exports_every_listed_name():
+    import agent.compaction
+
+    assert all(hasattr(agent.compaction, name) for name in agent.compaction.__all__)
