@@ -15,6 +15,7 @@ import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import Field
 
@@ -76,13 +77,61 @@ def kill_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-async def stop_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, SIGKILL it after the grace, and reap the shell."""
-    kill_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.shield(process.wait()), SHELL_KILL_GRACE_S)
-    kill_group(process.pid, signal.SIGKILL)
-    await process.wait()
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Notices the exit itself: `Process.wait()` also waits for the pipes, which background
+    children can hold open for as long as they live."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+@dataclass
+class Running:
+    process: asyncio.subprocess.Process
+    exited: asyncio.Event
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def wait_exit(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.exited.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+async def spawn(command: str, cwd: Path, environment: Mapping[str, str]) -> Running:
+    loop = asyncio.get_running_loop()
+    protocol = _ExitAwareProtocol(limit=READ_CHUNK_BYTES, loop=loop)
+    transport, _ = await loop.subprocess_exec(
+        lambda: protocol,
+        "bash",
+        "-c",
+        command,
+        cwd=cwd,
+        env=dict(environment),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group, so killpg reaches everything it starts
+    )
+    return Running(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
+
+
+async def stop_group(running: Running) -> None:
+    """SIGTERM the whole group, SIGKILL it after the grace; returns once the shell has exited."""
+    kill_group(running.pid, signal.SIGTERM)
+    if not await running.wait_exit(SHELL_KILL_GRACE_S):
+        kill_group(running.pid, signal.SIGKILL)
+        await running.exited.wait()
+    kill_group(running.pid, signal.SIGKILL)  # children that ignored SIGTERM
 
 
 async def finish_reading(readers: asyncio.Future[object]) -> None:
@@ -91,6 +140,8 @@ async def finish_reading(readers: asyncio.Future[object]) -> None:
         await asyncio.wait_for(asyncio.shield(readers), SHELL_DRAIN_GRACE_S)
     except TimeoutError:
         readers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await readers
 
 
 @dataclass
@@ -125,42 +176,39 @@ class Shell(Tool[ShellParams]):
         self._environment = dict(environment) if environment is not None else safe_environment()
 
     async def run(self, args: ShellParams, context: ToolContext) -> ToolResult:
-        process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            args.command,
-            cwd=context.workspace,
-            env=self._environment,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        running = await spawn(args.command, context.workspace, self._environment)
         try:
-            outcome = await self._supervise(process, args.timeout)
+            outcome = await self._supervise(running, args.timeout)
         except BaseException:  # cancelled (or failed): nothing it started may survive
-            await asyncio.shield(stop_group(process))
+            await asyncio.shield(stop_group(running))
             raise
         return render(outcome, args.timeout)
 
-    async def _supervise(self, process: asyncio.subprocess.Process, timeout: int) -> Outcome:
+    async def _supervise(self, running: Running, timeout: int) -> Outcome:
+        process = running.process
         assert process.stdout is not None and process.stderr is not None
         stdout, stderr = BoundedStream(), BoundedStream()
         readers = asyncio.gather(stdout.drain(process.stdout), stderr.drain(process.stderr))
         try:
-            try:
-                await asyncio.wait_for(asyncio.shield(process.wait()), timeout)
-            except TimeoutError:
-                await stop_group(process)
+            if not await running.wait_exit(timeout):
+                await stop_group(running)
                 await finish_reading(readers)
                 return Outcome(None, stdout, stderr, timed_out=True)
-            try:  # children left in the background may hold the pipes open
-                await asyncio.wait_for(asyncio.shield(readers), SHELL_DRAIN_GRACE_S)
-            except TimeoutError:
-                kill_group(process.pid, signal.SIGKILL)
-                await finish_reading(readers)
-            kill_group(process.pid, signal.SIGKILL)
+            if not await _closed_within(readers, SHELL_DRAIN_GRACE_S):
+                kill_group(running.pid, signal.SIGKILL)  # background children hold the pipes
+            await finish_reading(readers)
+            kill_group(running.pid, signal.SIGKILL)  # and those that did not
             return Outcome(process.returncode, stdout, stderr)
         finally:
             if not readers.done():
                 readers.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await readers
+
+
+async def _closed_within(readers: asyncio.Future[object], seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(asyncio.shield(readers), seconds)
+    except TimeoutError:
+        return False
+    return True
