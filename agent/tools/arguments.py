@@ -20,6 +20,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_tool_call_arguments(raw: Any) -> ParsedArguments:
     """None or "" → {}; a non-string is passed through; invalid JSON → {} with parse_failed.
 
@@ -30,7 +33,7 @@ def parse_tool_call_arguments(raw: Any) -> ParsedArguments:
     if not isinstance(raw, str):
         return ParsedArguments(raw)
     try:
-        return ParsedArguments(json.loads(raw, parse_constant=_reject_constant))
+        return ParsedArguments(_DECODER.decode(raw))
     except ValueError as error:
         log.debug("tool call arguments are not valid JSON: %s", error)
         return ParsedArguments({}, True, str(error))

@@ -33,7 +33,8 @@ class BatchAdapter:
         self, expected_ids: Iterable[str], executor: BatchExecutor, signal: CancelSignal | None = None
     ) -> None:
         self._expected = list(expected_ids)
-        if len(set(self._expected)) != len(self._expected):
+        self._expected_set = frozenset(self._expected)
+        if len(self._expected_set) != len(self._expected):
             raise ValueError("the expected tool call ids of a batch must be distinct")
         self._executor = executor
         self._signal = signal or CancelSignal()
@@ -53,7 +54,7 @@ class BatchAdapter:
 
     def add(self, call: ToolCall) -> asyncio.Future[ToolResult]:
         """Register an arriving call; returns its waiter. The last expected call dispatches."""
-        if call.id not in self._expected:
+        if call.id not in self._expected_set:
             raise ValueError(f"tool call {call.id!r} is not part of this batch")
         if call.id in self._calls:
             raise ValueError(f"tool call {call.id!r} arrived twice")
@@ -67,7 +68,7 @@ class BatchAdapter:
 
     def waiter(self, tool_call_id: str) -> asyncio.Future[ToolResult]:
         """The waiter of an expected call (it may not have arrived yet)."""
-        if tool_call_id not in self._expected:
+        if tool_call_id not in self._expected_set:
             raise KeyError(tool_call_id)
         return self._waiter_for(tool_call_id)
 

@@ -12,19 +12,22 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from agent.tools.accesses import Access, access_pair_conflicts, as_accesses
+from agent.tools.accesses import Access, AllAccess, access_pair_conflicts, as_accesses
 
 T = TypeVar("T")
 StartFn = Callable[[], Awaitable[T]]
 
 
 class _Entry(Generic[T]):
-    __slots__ = ("accesses", "future", "start")
+    __slots__ = ("accesses", "future", "start", "writes")
 
     def __init__(self, accesses: tuple[Access, ...], start: StartFn[T], future: asyncio.Future[T]) -> None:
         self.accesses = accesses
         self.start = start
         self.future = future
+        # Two entries can only conflict when at least one writes (or is `all`); readers are
+        # checked against writers only, so a batch of many reads stays linear.
+        self.writes = any(isinstance(a, AllAccess) or a.writes for a in accesses)
 
     def conflicts_with(self, other: _Entry[Any]) -> bool:
         return any(access_pair_conflicts(a, b) for a in self.accesses for b in other.accesses)
@@ -33,6 +36,7 @@ class _Entry(Generic[T]):
 class ToolScheduler:
     def __init__(self) -> None:
         self._active: list[_Entry[Any]] = []
+        self._active_writers: list[_Entry[Any]] = []
         self._queue: list[_Entry[Any]] = []
         self._rescanning = False
         self._rescan_again = False
@@ -66,12 +70,15 @@ class ToolScheduler:
     def _may_start(self, entry: _Entry[Any], ahead: list[_Entry[Any]]) -> bool:
         if not entry.accesses:
             return True
-        return not any(entry.conflicts_with(other) for other in self._active) and not any(
-            entry.conflicts_with(other) for other in ahead
-        )
+        active = self._active if entry.writes else self._active_writers
+        if any(entry.conflicts_with(other) for other in active):
+            return False
+        return not any(entry.conflicts_with(other) for other in ahead if entry.writes or other.writes)
 
     def _start(self, entry: _Entry[Any]) -> None:
         self._active.append(entry)
+        if entry.writes:
+            self._active_writers.append(entry)
         try:
             running = asyncio.ensure_future(entry.start())
         except Exception as error:  # start() itself failed: the task is finished, rejected
@@ -87,6 +94,8 @@ class ToolScheduler:
 
     def _settle(self, entry: _Entry[Any], result: Any, error: BaseException | None) -> None:
         self._active.remove(entry)
+        if entry.writes:
+            self._active_writers.remove(entry)
         self._rescan()
         if entry.future.done():
             return
