@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema._utils import find_additional_properties
 from jsonschema.validators import create
 
+from agent.tools.fastcheck import compile_check
 from agent.tools.texts import VALIDATION_FAILED
 
 UNTYPED_KEYWORDS = ("$ref", "$dynamicRef", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if")
@@ -309,9 +310,12 @@ class ArgumentValidator:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         Draft202012Validator.check_schema(schema)
         self._validator = AjvOrderedValidator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        self._quick = compile_check(schema)
 
     def errors(self, data: Any) -> list[str]:
         """ajv-worded errors in ajv order; empty when the data is valid."""
+        if self._quick is not None and self._quick(data):
+            return []
         return [render_error(error) for error in self._validator.iter_errors(data)]
 
     def describe(self, data: Any) -> str | None:
