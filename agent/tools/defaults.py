@@ -29,6 +29,9 @@ SPILL_STEM_MAX_CHARS = 80
 # (reading a spill file must not produce another one).
 READ_FILE_DEFAULT_LINES = 2_000
 READ_FILE_MAX_CHARS = 40_000
+# Files up to this size are read on the event loop: reading them takes less time than
+# handing the work to a thread and back.
+READ_INLINE_MAX_BYTES = 256 * 1024
 # list_dir / glob / grep: enough to be useful, few enough to stay well under the limit.
 LIST_DIR_MAX_ENTRIES = 1_000
 GLOB_MAX_RESULTS = 1_000

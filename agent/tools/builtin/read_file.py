@@ -10,7 +10,12 @@ from pydantic import Field
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin.common import Params, ToolError, require_text_file
-from agent.tools.defaults import MAX_LINE_CHARS, READ_FILE_DEFAULT_LINES, READ_FILE_MAX_CHARS
+from agent.tools.defaults import (
+    MAX_LINE_CHARS,
+    READ_FILE_DEFAULT_LINES,
+    READ_FILE_MAX_CHARS,
+    READ_INLINE_MAX_BYTES,
+)
 from agent.tools.output import cut_long_lines
 
 
@@ -20,6 +25,13 @@ class ReadFileParams(Params):
     limit: int = Field(
         default=READ_FILE_DEFAULT_LINES, ge=1, le=READ_FILE_DEFAULT_LINES, description="Most lines to return."
     )
+
+
+def _is_small(path: Path) -> bool:
+    try:
+        return path.stat().st_size <= READ_INLINE_MAX_BYTES
+    except OSError:
+        return True  # _page reports the problem
 
 
 def _page(path: Path, shown: str, offset: int, limit: int) -> str:
@@ -66,8 +78,10 @@ class ReadFile(Tool[ReadFileParams]):
         return ToolExecution(run=lambda: self._read(path, args, context), accesses=acc.read_file(str(path)))
 
     async def _read(self, path: Path, args: ReadFileParams, context: ToolContext) -> ToolResult:
-        text = await asyncio.to_thread(_page, path, context.show(path), args.offset, args.limit)
-        return ToolResult(text)
+        shown = context.show(path)
+        if _is_small(path):  # a thread hop costs more than reading a small file
+            return ToolResult(_page(path, shown, args.offset, args.limit))
+        return ToolResult(await asyncio.to_thread(_page, path, shown, args.offset, args.limit))
 
     async def run(self, args: ReadFileParams, context: ToolContext) -> ToolResult:
         return await self._read(context.resolve(args.path), args, context)
