@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
@@ -89,7 +89,6 @@ class ToolExecution:
     run: Callable[[], Awaitable[Any]]
     accesses: Sequence[Access] | None = None
     stop_batch_after_this: bool = False
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 P = TypeVar("P", bound=BaseModel)

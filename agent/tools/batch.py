@@ -10,6 +10,7 @@ resolves every waiter with the aborted text and the executor is never called.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Protocol
@@ -89,7 +90,11 @@ class BatchAdapter:
 
     def _dispatch(self) -> None:
         calls = [self._calls[call_id] for call_id in self._expected]
-        stream = self._executor.execute(calls, self._signal)
+        try:
+            stream = self._executor.execute(calls, self._signal)
+        except Exception:
+            log.exception("tool executor refused the batch; every call gets the unknown-outcome text")
+            stream = _nothing()
         self._run = asyncio.ensure_future(self._route(stream, calls))
 
     async def _route(self, stream: AsyncIterator[ToolCallResult], calls: list[ToolCall]) -> None:
@@ -103,6 +108,10 @@ class BatchAdapter:
             log.exception("tool executor failed; unanswered calls get the unknown-outcome text")
         finally:
             self._remove_callback()
+            closing = getattr(stream, "aclose", None)
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    await closing()
             for call in calls:
                 self._resolve(call.id, error_result(texts.produced_no_result(call.name)))
 
@@ -124,3 +133,8 @@ class BatchAdapter:
             return  # the executor has the signal and answers every call itself
         for call_id, call in list(self._calls.items()):
             self._resolve(call_id, error_result(texts.aborted(call.name, reason)))
+
+
+async def _nothing() -> AsyncIterator[ToolCallResult]:
+    return
+    yield  # an async generator that yields nothing

@@ -33,7 +33,8 @@ class CancelSignal:
         return self._reason
 
     def cancel(self, reason: CancelReason = "aborted") -> None:
-        """Set the signal once; later calls keep the first reason."""
+        """Set the signal once; later calls keep the first reason. Call it on the loop's thread
+        (from another thread: `loop.call_soon_threadsafe(signal.cancel, reason)`)."""
         if self._reason is not None:
             return
         self._reason = reason

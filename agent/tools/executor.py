@@ -79,7 +79,7 @@ class ToolExecutor:
 
 
 class _Call:
-    __slots__ = ("call", "delivered", "prepared", "scheduled", "task", "timer")
+    __slots__ = ("call", "delivered", "prepared", "scheduled", "task", "timer", "tool_settled")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -87,6 +87,7 @@ class _Call:
         self.scheduled = False
         self.task: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.tool_settled = False  # the tool returned or raised; only finishing is left
         self.delivered = False
 
 
@@ -98,7 +99,6 @@ class _Batch:
         self._scheduler = ToolScheduler()
         self._ready: asyncio.Queue[ToolCallResult] = asyncio.Queue()
         self._stopped = False
-        self._undelivered = len(calls)
 
     async def results(self) -> AsyncIterator[ToolCallResult]:
         if not self._calls:
@@ -169,6 +169,7 @@ class _Batch:
             value = None
         except Exception as error:
             value = failure_result(name, error)
+        state.tool_settled = True
         if self._signal.cancelled:
             self._deliver(state, self._aborted(name))
             return
@@ -211,7 +212,7 @@ class _Batch:
             if state.task is None:  # was queued: it never runs
                 self._deliver(state, self._aborted(state.call.name))
                 continue
-            if not state.task.done():
+            if not state.task.done() and not state.tool_settled:
                 state.task.cancel()
                 state.timer = loop.call_later(grace, self._abandon, state)
 

@@ -11,9 +11,7 @@ error per extra property. Rendering follows the executor: `must have required pr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
-from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
@@ -324,13 +322,3 @@ class ArgumentValidator:
         if not errors:
             return None
         return "; ".join(errors) or VALIDATION_FAILED
-
-
-@lru_cache(maxsize=256)
-def _cached(schema_json: str) -> ArgumentValidator:
-    return ArgumentValidator(json.loads(schema_json))
-
-
-def validator_for(schema: Mapping[str, Any]) -> ArgumentValidator:
-    """A validator for `schema`, compiled once per distinct schema (key order matters to ajv)."""
-    return _cached(json.dumps(schema))

@@ -142,3 +142,12 @@ def test_unexpected_and_repeated_calls_are_refused():
     asyncio.run(scenario())
     with pytest.raises(ValueError, match="distinct"):
         BatchAdapter(["a", "a"], RecordingExecutor())
+
+
+async def test_an_executor_that_refuses_the_batch_leaves_no_waiter_hanging():
+    class Refusing:
+        def execute(self, calls, signal=None):
+            raise RuntimeError("no")
+
+    adapter = BatchAdapter(["a"], Refusing())
+    assert (await settled(adapter.add(call("a", "t")))).output == texts.produced_no_result("t")
