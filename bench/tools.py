@@ -26,7 +26,7 @@ from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 
 FILES = 100
-RUNS = 7
+RUNS = 15
 NOOP_BATCH = 1_000
 NOOP_SINGLES = 1_000
 TARGET_US = 100.0
@@ -110,8 +110,11 @@ async def main() -> dict[str, Any]:
         calls = make_files(workspace)
         executor = ToolExecutor(default_registry(), workspace=workspace)
         await timed_batch(executor, calls)  # warm-up: imports, caches, thread pool
-        batched = [await timed_batch(executor, calls) for _ in range(RUNS)]
-        sequential = [await timed_one_by_one(executor, calls) for _ in range(RUNS)]
+        batched: list[float] = []
+        sequential: list[float] = []
+        for _ in range(RUNS):  # interleaved, so load on the machine affects both alike
+            batched.append(await timed_batch(executor, calls))
+            sequential.append(await timed_one_by_one(executor, calls))
 
         noop_executor = ToolExecutor(ToolRegistry([NoOp()]), workspace=workspace)
         big = noop_calls(NOOP_BATCH)
