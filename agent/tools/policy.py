@@ -1,0 +1,108 @@
+"""Who may stop a call before it runs: the guard (veto by name) and the permission policy.
+
+The guard is spec 4.2 step 3: a veto by tool name and call source, with its own text. The
+permission policy is step 9: it decides allow / deny / ask for a prepared call. "Ask" is a
+value (`Ask`), so a caller can park on it: the executor hands it to an `Approver`, an async
+callable that answers approved / rejected(feedback) / cancelled. The Slack layer provides
+an approver that posts the request and waits for a button; without one, a call that needs
+approval is not run and the model is told the request was cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from agent.tools.base import Tool
+
+CallSource = Literal["model", "user"]
+
+
+class ToolGuard(Protocol):
+    def veto(self, tool_name: str, source: CallSource) -> str | None:
+        """A text for the model when this call must not run, else None."""
+        ...
+
+
+class NoGuard:
+    def veto(self, tool_name: str, source: CallSource) -> str | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DisabledTools:
+    """Vetoes calls to the named tools (for example tools a channel must not use)."""
+
+    names: frozenset[str]
+    text: str = 'Tool "{name}" is disabled in this session.'
+
+    def veto(self, tool_name: str, source: CallSource) -> str | None:
+        return self.text.format(name=tool_name) if tool_name in self.names else None
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """`by`: "policy" (the blanket text) or "rule" (a named rule, with an optional reason)."""
+
+    by: Literal["policy", "rule"] = "policy"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    reason: str | None = None
+
+
+Decision = Allow | Deny | Ask
+ALLOW = Allow()
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    tool_call_id: str
+    tool_name: str
+    arguments: Any
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    feedback: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    pass
+
+
+ApprovalDecision = Approved | Rejected | Cancelled
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+
+class PermissionPolicy(Protocol):
+    def decide(self, tool: Tool[Any], arguments: Any, tool_call_id: str) -> Decision: ...
+
+
+class AllowAll:
+    def decide(self, tool: Tool[Any], arguments: Any, tool_call_id: str) -> Decision:
+        return ALLOW
+
+
+class AskForMarkedTools:
+    """Asks before any tool marked `requires_approval` (shell by default); allows the rest."""
+
+    def decide(self, tool: Tool[Any], arguments: Any, tool_call_id: str) -> Decision:
+        if tool.requires_approval:
+            return Ask(reason=f'"{tool.name}" acts outside the workspace files and needs approval.')
+        return ALLOW

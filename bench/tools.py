@@ -1,0 +1,144 @@
+"""Tool batch throughput and per-call overhead: `python -m bench.tools`.
+
+1. 100 independent read_file calls on small files: one batch through batch adapter +
+   scheduler + executor, against the same 100 calls run one after another (one-call batches).
+2. The cost per call of adapter + scheduler + executor around a no-op tool (median of runs),
+   in one large batch and in one-call batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.messages import ToolCall
+from agent.tools import BatchAdapter, ToolExecutor, ToolRegistry, default_registry
+from agent.tools import accesses as acc
+from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
+
+FILES = 100
+RUNS = 15
+NOOP_BATCH = 1_000
+NOOP_SINGLES = 1_000
+TARGET_US = 100.0
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+NOOP_RESULT = ToolResult("ok")
+
+
+class NoOp(Tool[NoArgs]):
+    name = "noop"
+    description = "does nothing"
+    parameters = NoArgs
+
+    def resolve_execution(self, args: NoArgs, context: ToolContext) -> ToolExecution:
+        return ToolExecution(run=self._nothing, accesses=acc.none())
+
+    async def _nothing(self) -> ToolResult:
+        return NOOP_RESULT
+
+    async def run(self, args: NoArgs, context: ToolContext) -> ToolResult:
+        return NOOP_RESULT
+
+
+async def run_batch(executor: ToolExecutor, calls: Sequence[ToolCall]) -> list[ToolResult]:
+    adapter = BatchAdapter([c.id for c in calls], executor)
+    for tool_call in calls:
+        adapter.add(tool_call)
+    return await adapter.results()
+
+
+async def timed_batch(executor: ToolExecutor, calls: Sequence[ToolCall]) -> float:
+    start = time.perf_counter()
+    results = await run_batch(executor, calls)
+    elapsed = time.perf_counter() - start
+    assert len(results) == len(calls) and not any(r.is_error for r in results), results[:1]
+    return elapsed
+
+
+async def timed_one_by_one(executor: ToolExecutor, calls: Sequence[ToolCall]) -> float:
+    start = time.perf_counter()
+    for tool_call in calls:
+        (result,) = await run_batch(executor, [tool_call])
+        assert not result.is_error, result
+    return time.perf_counter() - start
+
+
+def make_files(workspace: Path) -> list[ToolCall]:
+    calls = []
+    for index in range(FILES):
+        name = f"src/file_{index:03d}.py"
+        path = workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"line {n} of file {index}\n" for n in range(40)))
+        calls.append(ToolCall(id=f"read_{index}", name="read_file", arguments=json.dumps({"path": name})))
+    return calls
+
+
+def noop_calls(count: int) -> list[ToolCall]:
+    return [ToolCall(id=f"noop_{index}", name="noop", arguments="{}") for index in range(count)]
+
+
+async def bare_noop_cost(count: int) -> float:
+    tool = NoOp()
+    start = time.perf_counter()
+    for _ in range(count):
+        await tool._nothing()
+    return (time.perf_counter() - start) / count
+
+
+def median_ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1e3:8.2f} ms"
+
+
+async def main() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as directory:
+        workspace = Path(directory)
+        calls = make_files(workspace)
+        executor = ToolExecutor(default_registry(), workspace=workspace)
+        await timed_batch(executor, calls)  # warm-up: imports, caches, thread pool
+        batched: list[float] = []
+        sequential: list[float] = []
+        for _ in range(RUNS):  # interleaved, so load on the machine affects both alike
+            batched.append(await timed_batch(executor, calls))
+            sequential.append(await timed_one_by_one(executor, calls))
+
+        noop_executor = ToolExecutor(ToolRegistry([NoOp()]), workspace=workspace)
+        big = noop_calls(NOOP_BATCH)
+        singles = noop_calls(NOOP_SINGLES)
+        await timed_batch(noop_executor, big)
+        per_call_batch = [await timed_batch(noop_executor, big) / NOOP_BATCH for _ in range(RUNS)]
+        per_call_single = [await timed_one_by_one(noop_executor, singles) / NOOP_SINGLES for _ in range(RUNS)]
+        bare = await bare_noop_cost(100_000)
+
+    ratio = statistics.median(sequential) / statistics.median(batched)
+    batch_us = statistics.median(per_call_batch) * 1e6
+    single_us = statistics.median(per_call_single) * 1e6
+    print(f"python {sys.version.split()[0]}, median of {RUNS} runs")
+    print(f"{FILES} read_file calls, one batch (adapter+scheduler+executor): {median_ms(batched)}")
+    print(f"{FILES} read_file calls, one after another (one-call batches):  {median_ms(sequential)}")
+    print(f"speed-up of the batch: {ratio:.2f}x")
+    print(
+        f"no-op tool, per call in a batch of {NOOP_BATCH}:  {batch_us:7.1f} µs (target ≤ {TARGET_US:.0f} µs)"
+    )
+    print(f"no-op tool, per call as one-call batches:  {single_us:7.1f} µs")
+    print(f"no-op tool body alone:                      {bare * 1e6:7.2f} µs")
+    print(f"target {'met' if batch_us <= TARGET_US else 'MISSED'}")
+    return {"batch_us": batch_us, "single_us": single_us, "ratio": ratio}
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
