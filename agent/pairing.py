@@ -19,8 +19,11 @@ from agent import anomalies as an
 from agent.anomalies import Anomaly
 from agent.messages import Message
 from agent.projected_message import (
+    MEMO_KEY,
     MERGEABLE,
+    PARTIAL,
     PLAIN,
+    TOOL,
     VACUOUS,
     merged_user_message,
     projected,
@@ -89,29 +92,35 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
     run_at = 0
     settled = (start, 0, 0)
     for index, message in enumerate(history[start:], start):
-        if message.partial is True:
+        # Pydantic field reads are slow (its __getattr__ hook disables CPython's attribute fast
+        # path), so the pass reads the memoised record and nothing else of the message.
+        try:
+            record = message.__pydantic_private__["_memo"][MEMO_KEY]
+        except (KeyError, TypeError):
+            record = projected(message)
+        kind, wire, whitespace, call_ids, call_id, role, sizing_kind = record
+        if kind == TOOL:
+            if not sizing:
+                if call_id is None:
+                    continue
+                pending = open_calls.pop(call_id, None)
+                if pending is None:
+                    epoch += 1
+                    if anomalies is not None:
+                        anomalies.append(an.orphan_dropped(call_id))
+                    continue
+                out[pending[0]] = wire
+                if anomalies is not None:
+                    _report_result(anomalies, whitespace, call_id, pending[1] != epoch)
+                if not open_calls and run is None and index >= settle_from:
+                    settled = (index + 1, len(out), len(anomalies) if anomalies is not None else 0)
+                continue
+            kind = sizing_kind
+        elif kind == PARTIAL:
             settle_from = NEVER
             continue
-        if message.role == "tool" and not sizing:
-            call_id = message.tool_call_id
-            if call_id is None:
-                continue
-            pending = open_calls.pop(call_id, None)
-            if pending is None:
-                epoch += 1
-                if anomalies is not None:
-                    anomalies.append(an.orphan_dropped(call_id))
-                continue
-            record_ = projected(message)
-            out[pending[0]] = record_[1]
-            if anomalies is not None:
-                _report_result(anomalies, record_[2], call_id, pending[1] != epoch)
-            if not open_calls and run is None and index >= settle_from:
-                settled = (index + 1, len(out), len(anomalies) if anomalies is not None else 0)
-            continue
-        kind, wire, whitespace, call_ids = projected(message)
         if anomalies is not None and (whitespace or kind == VACUOUS):
-            _report_dropped_content(anomalies, message.role, whitespace, kind == VACUOUS)
+            _report_dropped_content(anomalies, role, whitespace, kind == VACUOUS)
         if kind <= VACUOUS:
             continue
         epoch += 1

@@ -10,6 +10,7 @@ that needs no change is its own wire form, and a stripped copy is assembled with
 from __future__ import annotations
 
 from functools import lru_cache
+from sys import intern
 from typing import Any
 
 from agent.messages import ContentPart, Message, TextPart, is_vacuous_part
@@ -25,17 +26,21 @@ WIRE_FIELDS = frozenset({"role", "name", "content", "tool_calls", "tool_call_id"
 CONTEXT_FIELDS = frozenset({"id", "provider_message_id", "origin", "is_error", "note"})
 _CLEARED = dict.fromkeys(CONTEXT_FIELDS)
 
-# Block kinds of the pairing pass (spec 2.2 step 3-6).
+# Block kinds of the pairing pass (spec 2.2 steps 1-6).
 DROP = 0  # no content left: dropped silently
 VACUOUS = 1  # only vacuous parts: dropped with an anomaly
 PLAIN = 2
 MERGEABLE = 3  # a real user's message: consecutive ones become one (spec 2.3)
 EXCHANGE = 4  # carries tool calls
+TOOL = 5  # a tool result; in sizing mode it takes its `sizing_kind` instead
+PARTIAL = 6  # skipped entirely, calls included
 
 MEMO_KEY = "projected"
 
-# (kind, wire message or None when dropped, whitespace parts dropped, tool call ids)
-Projected = tuple[int, Message | None, int, tuple[str, ...]]
+# Everything the pairing pass needs, so it reads one memo entry per message and no field:
+# (kind, wire message or None, whitespace parts dropped, call ids, tool_call_id, role, sizing_kind)
+Projected = tuple[int, Message | None, int, tuple[str, ...], str | None, str, int]
+_PARTIAL: Projected = (PARTIAL, None, 0, (), None, "", PARTIAL)
 
 
 class ProjectionError(ValueError):
@@ -69,20 +74,25 @@ def projected(message: Message) -> Projected:
 
 
 def _project_message(message: Message) -> Projected:
+    if message.partial is True:
+        return _PARTIAL
     role = message.role
     content = message.content
     if role == "tool":
         content = render_tool_content(content, message.is_error, message.note)
     cleaned, whitespace = clean_content(content)
-    if role == "tool" and not cleaned:
+    if role == "tool" and not cleaned:  # unreachable: rendering always leaves a part
         raise ProjectionError(message.tool_call_id)
-    kind = _block_kind(message, cleaned)
-    call_ids = tuple(call.id for call in message.tool_calls)
-    if kind <= VACUOUS:
-        return kind, None, whitespace, call_ids
-    if cleaned is message.content and not _has_context_fields(message):
-        return kind, message, whitespace, call_ids
-    return kind, wire_message(message, cleaned), whitespace, call_ids
+    block_kind = _block_kind(message, cleaned)
+    kind = TOOL if role == "tool" else block_kind
+    wire = None
+    if kind > VACUOUS:
+        unchanged = cleaned is message.content and not _has_context_fields(message)
+        wire = message if unchanged else wire_message(message, cleaned)
+    # Interned ids: a result's lookup of its call then matches by identity, hash already cached.
+    call_ids = tuple(intern(call.id) for call in message.tool_calls)
+    call_id = message.tool_call_id
+    return kind, wire, whitespace, call_ids, None if call_id is None else intern(call_id), role, block_kind
 
 
 def _block_kind(message: Message, cleaned: list[ContentPart]) -> int:
@@ -101,7 +111,13 @@ def _block_kind(message: Message, cleaned: list[ContentPart]) -> int:
 
 def _has_context_fields(message: Message) -> bool:
     fields = message.__dict__
-    return any(fields[name] is not None for name in CONTEXT_FIELDS)
+    return not (
+        fields["id"] is None
+        and fields["origin"] is None
+        and fields["is_error"] is None
+        and fields["note"] is None
+        and fields["provider_message_id"] is None
+    )
 
 
 _new_message = Message.__new__
@@ -114,9 +130,7 @@ def wire_message(source: Message, content: list[ContentPart]) -> Message:
     Does what `Message.model_construct` does, minus its per-field Python loop (which costs more than
     validating); tests pin that the result equals, dumps and copies like a validated message.
     """
-    fields = dict(source.__dict__)
-    fields.update(_CLEARED)
-    fields["content"] = content
+    fields = {**source.__dict__, **_CLEARED, "content": content}
     message = _new_message(Message)
     _set(message, "__dict__", fields)
     _set(message, "__pydantic_fields_set__", source.__pydantic_fields_set__ & WIRE_FIELDS)

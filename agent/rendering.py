@@ -63,12 +63,17 @@ def _render_text(content: list[ContentPart], text: str, is_error: bool) -> list[
 def clean_content(content: list[ContentPart]) -> tuple[list[ContentPart], int]:
     """Drop blank text parts. Returns the kept parts (`content` itself if none were blank) and how many
     non-empty blank parts went, which the projector reports as `whitespace_text_dropped`."""
-    if not any(isinstance(part, TextPart) and _is_blank(part.text) for part in content):
+    for part in content:
+        # `type() is`, not isinstance: pydantic's metaclass makes isinstance slow, and parts are
+        # validated into exactly these classes.
+        if type(part) is TextPart and not part.text.strip():
+            break
+    else:
         return content, 0
     kept: list[ContentPart] = []
     whitespace = 0
     for part in content:
-        if not isinstance(part, TextPart) or not _is_blank(part.text):
+        if type(part) is not TextPart or not _is_blank(part.text):
             kept.append(part)
         elif part.text:
             whitespace += 1
