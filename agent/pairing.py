@@ -66,7 +66,8 @@ class Walk:
     Settled at `settled_index` means: the messages before it project to `out[:settled_out]` with
     `anomalies[:settled_anomalies]` whatever is appended later, because at that point no call is
     open, the last block is not a mergeable user message, the prefix holds an assistant (so the
-    sizing mode cannot flip) and holds no partial message (which may still be replaced).
+    sizing mode cannot flip), holds no partial message (which may still be replaced), and none of
+    its anomalies says `trailing` (a later non-tool message would make it non-trailing).
     """
 
     out: list[Message]
@@ -144,8 +145,11 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
             superseded = open_calls.pop(call_id, None)
             if superseded is not None:
                 out[superseded[0]] = unavailable_result(call_id)
+                trailing = superseded[2] >= last_non_tool
+                if trailing:  # only when a message repeats an id; a later message would flip it
+                    settle_from = NEVER
                 if anomalies is not None:
-                    anomalies.append(an.synthesized(call_id, superseded[2] >= last_non_tool))
+                    anomalies.append(an.synthesized(call_id, trailing))
             open_calls[call_id] = (len(out), epoch, index)
             out.append(None)
     if run is not None and len(run) > 1:
