@@ -1,4 +1,8 @@
-"""Strict repairs applied after `project` (spec 2.5), for the one resend after a structural rejection."""
+"""Strict repairs applied after `project` (spec 2.5), for the one resend after a structural rejection.
+
+The loops read fields as `x.__dict__["name"]`: on pydantic models that is several times faster than
+`x.name`, whose lookup goes through pydantic's __getattr__ hook, and these loops see every message.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import Callable
 
 from agent import anomalies as an
 from agent.anomalies import Anomaly
-from agent.messages import Message, is_vacuous_part
+from agent.messages import Message, ToolCall, is_vacuous_part
 from agent.projected_message import is_unavailable_result
 
 Emit = Callable[[Anomaly], None] | None
@@ -23,13 +27,15 @@ def dedupe_tool_calls(messages: list[Message], emit: Emit = None) -> list[Messag
     kept_results: dict[str, int] = {}
     out: list[Message] = []
     for message in messages:
-        if message.role == "assistant" and message.tool_calls:
-            deduped = _without_seen_calls(message, seen_calls, emit)
+        fields = message.__dict__
+        role = fields["role"]
+        if role == "assistant" and fields["tool_calls"]:
+            deduped = _without_seen_calls(message, fields["tool_calls"], seen_calls, emit)
             if deduped is not None:
                 out.append(deduped)
             continue
-        call_id = message.tool_call_id
-        if message.role == "tool" and call_id is not None:
+        call_id = fields["tool_call_id"]
+        if role == "tool" and call_id is not None:
             kept_at = kept_results.get(call_id)
             if kept_at is not None:
                 if is_unavailable_result(out[kept_at]) and not is_unavailable_result(message):
@@ -42,16 +48,19 @@ def dedupe_tool_calls(messages: list[Message], emit: Emit = None) -> list[Messag
     return out
 
 
-def _without_seen_calls(message: Message, seen: set[str], emit: Emit) -> Message | None:
+def _without_seen_calls(
+    message: Message, calls: list[ToolCall], seen: set[str], emit: Emit
+) -> Message | None:
     kept = []
-    for call in message.tool_calls:
-        if call.id in seen:
+    for call in calls:
+        call_id = call.__dict__["id"]
+        if call_id in seen:
             if emit is not None:
-                emit(an.duplicate_call_dropped(call.id))
+                emit(an.duplicate_call_dropped(call_id))
             continue
-        seen.add(call.id)
+        seen.add(call_id)
         kept.append(call)
-    if len(kept) == len(message.tool_calls):
+    if len(kept) == len(calls):
         return message
     if kept or not all(is_vacuous_part(part) for part in message.content):
         return message.model_copy(update={"tool_calls": kept})
@@ -62,8 +71,10 @@ def _without_seen_calls(message: Message, seen: set[str], emit: Emit) -> Message
 
 def merge_consecutive_assistants(messages: list[Message], emit: Emit = None) -> list[Message]:
     out: list[Message] = []
+    previous_role = None
     for message in messages:
-        if message.role == "assistant" and out and out[-1].role == "assistant":
+        role = message.__dict__["role"]
+        if role == "assistant" and previous_role == "assistant":
             previous = out[-1]
             out[-1] = previous.model_copy(
                 update={
@@ -75,6 +86,7 @@ def merge_consecutive_assistants(messages: list[Message], emit: Emit = None) -> 
                 emit(an.assistants_merged())
             continue
         out.append(message)
+        previous_role = role
     return out
 
 
