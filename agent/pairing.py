@@ -93,8 +93,8 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
     run_at = 0
     settled = (start, 0, 0)
     for index, message in enumerate(history[start:], start):
-        # Pydantic field reads are slow (its __getattr__ hook disables CPython's attribute fast
-        # path), so the pass reads the memoised record and nothing else of the message.
+        # The pass reads the memoised record and no field: on a long history the cost is memory
+        # traffic, one scattered object per read, and a record holds all the pass needs.
         try:
             record = message.__pydantic_private__["_memo"][MEMO_KEY]
         except (KeyError, TypeError):

@@ -74,8 +74,8 @@ def projected(message: Message) -> Projected:
 
 
 def _project_message(message: Message) -> Projected:
-    # One read of the field dict instead of a dozen attribute reads: pydantic's __getattr__ hook
-    # makes each of those several times slower than a dict lookup.
+    # A dozen field reads: through the field dict they skip pydantic's __getattr__ hook, which
+    # makes an attribute read about three times slower than on a plain object.
     fields = message.__dict__
     if fields["partial"] is True:
         return _PARTIAL

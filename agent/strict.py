@@ -1,8 +1,4 @@
-"""Strict repairs applied after `project` (spec 2.5), for the one resend after a structural rejection.
-
-The loops read fields as `x.__dict__["name"]`: on pydantic models that is several times faster than
-`x.name`, whose lookup goes through pydantic's __getattr__ hook, and these loops see every message.
-"""
+"""Strict repairs applied after `project` (spec 2.5), for the one resend after a structural rejection."""
 
 from __future__ import annotations
 
@@ -27,14 +23,13 @@ def dedupe_tool_calls(messages: list[Message], emit: Emit = None) -> list[Messag
     kept_results: dict[str, int] = {}
     out: list[Message] = []
     for message in messages:
-        fields = message.__dict__
-        role = fields["role"]
-        if role == "assistant" and fields["tool_calls"]:
-            deduped = _without_seen_calls(message, fields["tool_calls"], seen_calls, emit)
+        role = message.role
+        if role == "assistant" and message.tool_calls:
+            deduped = _without_seen_calls(message, message.tool_calls, seen_calls, emit)
             if deduped is not None:
                 out.append(deduped)
             continue
-        call_id = fields["tool_call_id"]
+        call_id = message.tool_call_id
         if role == "tool" and call_id is not None:
             kept_at = kept_results.get(call_id)
             if kept_at is not None:
@@ -53,7 +48,7 @@ def _without_seen_calls(
 ) -> Message | None:
     kept = []
     for call in calls:
-        call_id = call.__dict__["id"]
+        call_id = call.id
         if call_id in seen:
             if emit is not None:
                 emit(an.duplicate_call_dropped(call_id))
@@ -73,7 +68,7 @@ def merge_consecutive_assistants(messages: list[Message], emit: Emit = None) -> 
     out: list[Message] = []
     previous_role = None
     for message in messages:
-        role = message.__dict__["role"]
+        role = message.role
         if role == "assistant" and previous_role == "assistant":
             previous = out[-1]
             out[-1] = previous.model_copy(
