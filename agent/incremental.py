@@ -2,14 +2,14 @@
 
 `IncrementalProjector.project(history)` returns exactly what `project(history)` returns (output and
 anomalies, in order). It keeps the projection of the longest *settled* prefix (see
-`agent.pairing.Walk`: no open call, no pending user merge, sizing mode fixed, no partial message)
-and walks only the messages after it.
+`agent.pairing.Walk`: no open call, no pending user merge, sizing mode fixed, no partial message,
+no trailing anomaly) and walks only the messages after it.
 
-Contract with the caller: between calls the history only grows by appends, except a message that
-is still `partial` may be replaced. Anything else (compaction, undo, clear, a reload from Redis)
-must change the first message or the last settled one, which the projector checks by identity in
-O(1) before reusing its prefix; otherwise it projects from scratch. Call `reset()` after editing a
-settled message in place of the same object.
+It is correct for any sequence of histories: before reusing its prefix it checks that the history
+still starts with the same messages (one C-level list comparison, identity first, a few nanoseconds
+a message) and projects from scratch when it does not (compaction, undo, clear, tool results pruned
+in place). It is fast when histories grow by appends, as the loop's do; a `partial` message never
+enters the settled prefix, since the fold replaces it when its step settles.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ class IncrementalProjector:
         self.reset()
 
     def reset(self) -> None:
-        self._settled = 0  # the prefix history[:_settled] is projected into _out / _anomalies
-        self._first: Message | None = None
-        self._last: Message | None = None
+        self._settled = 0  # history[:_settled] is projected into _out and _anomalies
+        self._prefix: list[Message] = []  # those messages, to recognise the prefix next time
         self._first_assistant = -1
         self._out: list[Message] = []
         self._anomalies: list[Anomaly] = []
@@ -66,14 +65,18 @@ class IncrementalProjector:
         settled = self._settled
         if settled == 0:
             return True
-        return len(history) >= settled and history[0] is self._first and history[settled - 1] is self._last
+        if len(history) < settled:
+            return False
+        prefix = history[:settled]
+        # List equality tries identity first, so unchanged messages cost no field comparison, and
+        # value-equal copies (a reload) are as good as the originals.
+        return (prefix if isinstance(prefix, list) else list(prefix)) == self._prefix
 
     def _advance(self, history: Sequence[Message], layout: Layout, tail: Walk) -> None:
         if tail.settled_index <= self._settled:
             return
         self._out.extend(tail.out[: tail.settled_out])
         self._anomalies.extend((tail.anomalies or [])[: tail.settled_anomalies])
+        self._prefix.extend(history[self._settled : tail.settled_index])
         self._settled = tail.settled_index
-        self._first = history[0]
-        self._last = history[tail.settled_index - 1]
         self._first_assistant = layout.first_assistant_index

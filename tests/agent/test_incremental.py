@@ -26,6 +26,12 @@ def assert_same_as_project(projector: IncrementalProjector, history: list[Messag
     assert project(history)[: len(prefix)] == prefix
 
 
+def _pruned(history: list[Message], index: int) -> list[Message]:
+    """A message replaced in the middle, as a tool-result prune record does."""
+    pruned = history[index].model_copy(update={"content": [TextPart(text="[pruned]")]})
+    return [*history[:index], pruned, *history[index + 1 :]]
+
+
 def _seal(history: list[Message]) -> list[Message]:
     """What the fold does when a step settles: the open (partial) assistant is replaced."""
     return [m.model_copy(update={"partial": None}) if m.partial is True else m for m in history]
@@ -41,13 +47,17 @@ def test_incremental_equals_project_on_appends_and_rewrites(history, data):
         size = data.draw(st.integers(1, 4), label="chunk")
         current = current + history[position : position + size]
         position += size
-        action = data.draw(st.sampled_from(("append", "append", "append", "seal", "compact", "undo")))
+        action = data.draw(
+            st.sampled_from(("append", "append", "append", "seal", "compact", "undo", "prune"))
+        )
         if action == "seal":
             current = _seal(current)
         elif action == "compact" and current:
             current = [SUMMARY, *current[data.draw(st.integers(0, len(current)), label="compacted") :]]
         elif action == "undo" and current:
             current = current[: len(current) - data.draw(st.integers(1, len(current)), label="undone")]
+        elif action == "prune" and current:
+            current = _pruned(current, data.draw(st.integers(0, len(current) - 1), label="pruned"))
         assert_same_as_project(projector, current)
 
 
@@ -109,6 +119,24 @@ def test_compaction_is_detected_and_projected_from_scratch():
     compacted = [SUMMARY, *history[8:]]
     assert projector.project(compacted) == project(compacted)
     assert projector.settled == len(compacted)
+
+
+def test_a_result_pruned_inside_the_settled_prefix_is_noticed():
+    projector = IncrementalProjector()
+    history = _turn(1) + _turn(2)
+    projector.project(history)
+    pruned = _pruned(history, 2)
+    assert projector.project(pruned) == project(pruned)
+    assert projector.project(pruned)[2].content == [TextPart(text="[pruned]")]
+
+
+def test_a_reloaded_history_of_equal_copies_keeps_the_prefix():
+    projector = IncrementalProjector()
+    history = _turn(1) + _turn(2)
+    projector.project(history)
+    reloaded = [Message.model_validate(message.model_dump()) for message in history]
+    assert projector.project(reloaded) == project(history)
+    assert projector.settled == 8
 
 
 def test_reset_forgets_the_settled_prefix():
