@@ -110,7 +110,7 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
                     if anomalies is not None:
                         anomalies.append(an.orphan_dropped(call_id))
                     continue
-                out[pending[0]] = wire
+                out[pending[0]] = wire or message
                 if anomalies is not None:
                     _report_result(anomalies, whitespace, call_id, pending[1] != epoch)
                 if not open_calls and run is None and index >= settle_from:
@@ -124,6 +124,7 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
             _report_dropped_content(anomalies, role, whitespace, kind == VACUOUS)
         if kind <= VACUOUS:
             continue
+        wire = wire or message
         epoch += 1
         if kind == MERGEABLE:
             if run is None:

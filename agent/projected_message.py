@@ -38,7 +38,9 @@ PARTIAL = 6  # skipped entirely, calls included
 MEMO_KEY = "projected"
 
 # Everything the pairing pass needs, so it reads one memo entry per message and no field:
-# (kind, wire message or None, whitespace parts dropped, call ids, tool_call_id, role, sizing_kind)
+# (kind, wire form, whitespace parts dropped, call ids, tool_call_id, role, sizing_kind). The wire
+# form is None when the message is dropped or is its own wire form: a record holding its own
+# message would make every message a reference cycle, freed only by the cyclic collector.
 Projected = tuple[int, Message | None, int, tuple[str, ...], str | None, str, int]
 _PARTIAL: Projected = (PARTIAL, None, 0, (), None, "", PARTIAL)
 
@@ -89,9 +91,8 @@ def _project_message(message: Message) -> Projected:
     block_kind = _block_kind(fields, cleaned)
     kind = TOOL if role == "tool" else block_kind
     wire = None
-    if kind > VACUOUS:
-        unchanged = cleaned is fields["content"] and not _has_context_fields(fields)
-        wire = message if unchanged else wire_message(message, cleaned)
+    if kind > VACUOUS and (cleaned is not fields["content"] or _has_context_fields(fields)):
+        wire = wire_message(message, cleaned)
     # Interned ids: a result's lookup of its call then matches by identity, hash already cached.
     call_ids = tuple(intern(call.id) for call in fields["tool_calls"])
     call_id = fields["tool_call_id"]

@@ -1,5 +1,9 @@
 """The memoised projected form: unvalidated wire copies must behave like validated messages."""
 
+import gc
+import sys
+import weakref
+
 from agent.messages import Message, Origin, TextPart, ToolCall
 from agent.projected_message import (
     CONTEXT_FIELDS,
@@ -51,10 +55,17 @@ def test_a_wire_copy_leaves_the_source_alone():
     assert SOURCE.model_dump() == before
 
 
-def test_an_untouched_message_is_its_own_wire_form():
+def test_an_untouched_message_is_its_own_wire_form_without_a_reference_cycle():
     message = Message(role="assistant", content=[TextPart(text="hi")])
-    assert projected(message)[1] is message
     assert project([Message(role="user", content=[TextPart(text="q")]), message])[1] is message
+    assert sys.getrefcount(message) == 2  # the name and the call's argument: the memo holds no ref
+    alive = weakref.ref(message)
+    gc.disable()
+    try:
+        del message
+        assert alive() is None  # freed by reference counting, no cyclic collection needed
+    finally:
+        gc.enable()
 
 
 def test_memo_of_is_the_message_memo():
