@@ -156,9 +156,12 @@ def is_unavailable_result(message: Message) -> bool:
 
 
 def merged_user_message(run: list[Message]) -> Message:
-    """Consecutive real-user messages as one (spec 2.3), memoised on the first of the run."""
+    """Consecutive real-user messages as one (spec 2.3), memoised on the first of the run.
+
+    The key leaves the first message out: the memo is its own, and holding it would be a cycle.
+    """
     memo = memo_of(run[0])
-    key = tuple(run)
+    key = tuple(run[1:])
     cached = memo.get("merged")
     if cached is not None and cached[0] == key:
         return cached[1]

@@ -114,3 +114,13 @@ def test_all_blank_parts_render_as_empty_status_with_the_note_as_its_own_line():
     assert render_tool_result([TextPart(text=" "), TextPart(text="")], note="N") == [
         TextPart(text="<system>Tool output is empty.</system>\nN")
     ]
+
+
+def test_a_merged_user_message_is_memoised_for_the_same_run_only():
+    first, second, third = (
+        Message(role="user", content=[TextPart(text=t)], origin=Origin(kind="user")) for t in "abc"
+    )
+    merged = project([first, second])[0]
+    assert project([first, second])[0] is merged
+    assert project([first, third])[0].content == [TextPart(text="a\n\nc")]
+    assert project([first, second, third])[0].content == [TextPart(text="a\n\nb\n\nc")]
