@@ -1,5 +1,6 @@
 """The pure core: messages, wire fold, projection, compaction, tools, loop. No Slack, Redis or RQ."""
 
+from agent.anomalies import Anomaly
 from agent.compaction import (
     CompactionConfig,
     can_split_after,
@@ -10,20 +11,48 @@ from agent.compaction import (
     should_compact,
 )
 from agent.fold import fold
+from agent.incremental import IncrementalProjector
+from agent.inherited import close_trailing_open_tool_exchange
 from agent.messages import Message, ToolCall
+from agent.projection import project, project_strict
+from agent.projection_report import ProjectionReporter
+from agent.rendering import render_tool_result
 from agent.tokens import estimate_message, estimate_text
+from agent.tools import (
+    BatchAdapter,
+    CancelSignal,
+    ToolExecutor,
+    ToolOutputAccumulator,
+    ToolScheduler,
+    accesses_conflict,
+    parse_tool_call_arguments,
+)
 
 __all__ = [
+    "Anomaly",
+    "BatchAdapter",
+    "CancelSignal",
     "CompactionConfig",
+    "IncrementalProjector",
     "Message",
+    "ProjectionReporter",
     "ToolCall",
+    "ToolExecutor",
+    "ToolOutputAccumulator",
+    "ToolScheduler",
+    "accesses_conflict",
     "can_split_after",
+    "close_trailing_open_tool_exchange",
     "compute_compact_count",
     "estimate_message",
     "estimate_text",
     "fold",
     "history_safe_to_compact",
+    "parse_tool_call_arguments",
+    "project",
+    "project_strict",
     "reduce_compact_on_overflow",
+    "render_tool_result",
     "should_block",
     "should_compact",
 ]

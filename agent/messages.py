@@ -120,7 +120,7 @@ class Message(_Frozen):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
         if update:
-            copy._memo = None
+            copy.__pydantic_private__["_memo"] = None
         return copy
 
     def text(self) -> str:
