@@ -1,6 +1,8 @@
 """Notices: what a turn wants the thread to show, queued in the session's outbox stream.
 
-The turn writes notices; the delivery job (gateway) renders and posts them in order.
+The turn writes notices; the delivery job (gateway) renders and posts them in order. A
+progress notice is a snapshot of the turn's card (the delivery job edits one message per turn
+with the latest snapshot); every other notice is posted once.
 """
 
 from __future__ import annotations
@@ -9,11 +11,45 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+ToolState = Literal[
+    "running", "done", "failed", "unknown", "denied", "skipped", "aborted", "awaiting_approval"
+]
+TurnState = Literal["running", "done", "failed", "cancelled", "interrupted", "awaiting_approval", "timed_out"]
 
-class _Notice(BaseModel):
+
+class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+
+class _Notice(_Frozen):
     turn_id: str | None = None
+
+
+class ToolLine(_Frozen):
+    """One tool call on a progress card. `children` are the lines of a sub-agent it runs."""
+
+    tool_call_id: str
+    name: str
+    summary: str  # short form of the arguments, safe to show
+    state: ToolState
+    started_at: float | None = None
+    ended_at: float | None = None
+    children: list[ToolLine] = Field(default_factory=list)
+
+
+class TurnCard(_Frozen):
+    turn_id: str
+    state: TurnState
+    started_at: float
+    updated_at: float
+    steps: int = 0
+    tools: list[ToolLine] = Field(default_factory=list)
+    note: str | None = None  # e.g. "compacting the conversation…"
+
+
+class ProgressNotice(_Notice):
+    kind: Literal["progress"] = "progress"
+    card: TurnCard
 
 
 class AnswerNotice(_Notice):
@@ -30,7 +66,67 @@ class ErrorNotice(_Notice):
     text: str
 
 
-Notice = Annotated[AnswerNotice | ErrorNotice, Field(discriminator="kind")]
+class UnknownResultNotice(_Notice):
+    """A tool call whose result was never recorded: its outcome is unknown, nothing was re-run."""
+
+    kind: Literal["unknown_result"] = "unknown_result"
+    tool_call_id: str
+    tool_name: str
+    summary: str
+
+
+class CancelledNotice(_Notice):
+    kind: Literal["cancelled"] = "cancelled"
+    by: str | None = None
+    text: str
+
+
+class ApprovalRequestNotice(_Notice):
+    kind: Literal["approval_request"] = "approval_request"
+    approval_id: str
+    tool_call_id: str
+    tool_name: str
+    summary: str
+    reason: str | None = None
+
+
+class ApprovalDecidedNotice(_Notice):
+    """Edits the matching approval card: who decided what."""
+
+    kind: Literal["approval_decided"] = "approval_decided"
+    approval_id: str
+    decision: Literal["approved", "denied", "cancelled"]
+    by: str | None = None
+
+
+class CompactionNotice(_Notice):
+    kind: Literal["compaction"] = "compaction"
+    state: Literal["started", "done", "failed"]
+    compacted: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    detail: str | None = None
+
+
+class InfoNotice(_Notice):
+    """Anything else the thread should be told (edits applied, limits hit, who resumed)."""
+
+    kind: Literal["info"] = "info"
+    text: str
+
+
+Notice = Annotated[
+    ProgressNotice
+    | AnswerNotice
+    | ErrorNotice
+    | UnknownResultNotice
+    | CancelledNotice
+    | ApprovalRequestNotice
+    | ApprovalDecidedNotice
+    | CompactionNotice
+    | InfoNotice,
+    Field(discriminator="kind"),
+]
 _NOTICE = TypeAdapter(Notice)
 
 

@@ -15,6 +15,7 @@ TURNS_QUEUE = "turns"
 SLACK_QUEUE = "slack"
 TURN_JOB = "jobs.turn.run_turn"
 DELIVERY_JOB = "gateway.delivery.deliver"  # by name: jobs never imports gateway
+COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
 DELIVERY_TIMEOUT_S = 600  # posting a long answer through 429s can take minutes, not hours
 SERIALIZER = JSONSerializer  # job arguments are plain strings; never unpickle from Redis

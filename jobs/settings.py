@@ -6,11 +6,14 @@ invalid one stops the process with a single line naming the variable and what it
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 
@@ -29,6 +32,13 @@ EXPECTED: dict[str, str] = {
     "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
+    "SLACK_OPERATORS": "comma-separated user ids (U…) or user-group ids (S…) who may act on any session",
+    "SLACK_ALLOWED_CHANNELS": "comma-separated channel ids where sessions may start (empty: every channel)",
+    "SLACK_ALLOWED_USERS": "comma-separated user ids who may start sessions (empty: everyone)",
+    "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
+    "APPROVAL_TOOLS": "comma-separated tool names that need a person's approval before they run",
+    "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
+    "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
 }
 
 
@@ -52,6 +62,33 @@ class Settings(BaseSettings):
     LLM_CONTEXT_WINDOW: int = Field(default=128_000, gt=0)
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
+    MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
+    SLACK_OPERATORS: str = ""
+    SLACK_ALLOWED_CHANNELS: str = ""
+    SLACK_ALLOWED_USERS: str = ""
+    SLACK_ALLOWED_BOTS: str = ""
+    APPROVAL_TOOLS: str = "shell"
+    CHANNEL_REPOS: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def operators(self) -> frozenset[str]:
+        return _id_set(self.SLACK_OPERATORS)
+
+    @property
+    def allowed_channels(self) -> frozenset[str]:
+        return _id_set(self.SLACK_ALLOWED_CHANNELS)
+
+    @property
+    def allowed_users(self) -> frozenset[str]:
+        return _id_set(self.SLACK_ALLOWED_USERS)
+
+    @property
+    def allowed_bots(self) -> frozenset[str]:
+        return _id_set(self.SLACK_ALLOWED_BOTS)
+
+    @property
+    def approval_tools(self) -> frozenset[str]:
+        return _id_set(self.APPROVAL_TOOLS)
 
     @field_validator("SLACK_API_URL")
     @classmethod
@@ -83,12 +120,20 @@ class Settings(BaseSettings):
             first = error.errors()[0]
             name = str(first["loc"][0]) if first["loc"] else "settings"
             raise SettingsError(_invalid_line(name, first.get("input"))) from None
+        except PydanticSettingsError as error:  # a complex value (JSON) that does not parse
+            match = re.search(r'field "(\w+)"', str(error))
+            name = match.group(1) if match else "settings"
+            raise SettingsError(_invalid_line(name, os.environ.get(name))) from None
 
     def require(self, *names: str) -> Settings:
         missing = [name for name in names if not getattr(self, name)]
         if missing:
             raise SettingsError(_missing_line(missing))
         return self
+
+
+def _id_set(value: str) -> frozenset[str]:
+    return frozenset(item.strip() for item in value.split(",") if item.strip())
 
 
 def _missing_line(names: list[str]) -> str:

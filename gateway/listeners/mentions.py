@@ -8,10 +8,9 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from gateway.threads import session_key_for, strip_bot_mention
+from jobs.control import submit_input
 from jobs.inbound import UserInput
-from jobs.queues import schedule_turn
 from jobs.settings import Settings
-from jobs.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +26,5 @@ def register(app: App, settings: Settings, redis: Any) -> None:
             ts=event["ts"],
             event_id=body.get("event_id"),
         )
-        where = SessionStore(redis, key).submit(user_input)
-        if where == "wire":
-            schedule_turn(redis, key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+        where = submit_input(redis, key, user_input, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
         log.info("mention %s in %s → %s", body.get("event_id"), key, where)

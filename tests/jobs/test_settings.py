@@ -26,3 +26,18 @@ def test_invalid_values_name_the_variable(monkeypatch, name, value):
     with pytest.raises(SettingsError) as raised:
         Settings.load()
     assert str(raised.value).startswith(f"threadline: invalid setting {name}=")
+
+
+def test_a_json_setting_that_does_not_parse_is_one_clear_line(monkeypatch):
+    monkeypatch.setenv("CHANNEL_REPOS", "not json")
+    with pytest.raises(SettingsError) as raised:
+        Settings.load()
+    assert str(raised.value).startswith(
+        "threadline: invalid setting CHANNEL_REPOS='not json': expected a JSON object"
+    )
+
+
+def test_id_lists_are_comma_separated(monkeypatch):
+    monkeypatch.setenv("SLACK_OPERATORS", "U1, S2 ,")
+    assert Settings.load().operators == {"U1", "S2"}
+    assert Settings.load().approval_tools == {"shell"}

@@ -1,0 +1,199 @@
+"""What people can do to a session from Slack: cancel, resume, compact, approve, ask for status.
+
+Each action answers with a `ControlResult` whose message the gateway shows the person (an
+ephemeral reply); the thread itself hears of it through notices. Who may act is the gateway's
+decision; these functions only record who did.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel
+from redis import Redis
+from rq.job import Job
+
+from agent.tools import texts
+from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
+from jobs.approvals import ApprovalStore, Decision
+from jobs.inbound import UserInput
+from jobs.keys import SessionKey
+from jobs.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
+from jobs.queues import COMPACTION_JOB, SERIALIZER, TURNS_QUEUE, queue, schedule_delivery, schedule_turn
+from jobs.sessions import STOPPED_STATES, remember, session_exists, set_state, state_of
+from jobs.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+CANCEL_FLAG_TTL_S = 3600
+
+
+class ControlResult(BaseModel):
+    ok: bool
+    message: str
+
+
+class SessionStatus(BaseModel):
+    exists: bool
+    state: str
+    owner: str | None = None
+    last_turn_reason: str | None = None
+    waiting_inputs: int = 0
+    pending_approvals: int = 0
+
+
+def cancel_flag_key(key: SessionKey) -> str:
+    return key.redis_key("cancel")
+
+
+def cancel_requested_by(redis: Redis, key: SessionKey) -> str | None:
+    value = redis.get(cancel_flag_key(key))
+    return value.decode() if value else None
+
+
+def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_timeout_s: int) -> str:
+    """A person spoke in the thread: record it, and schedule a turn unless one is running."""
+    store = SessionStore(redis, key)
+    where = store.submit(user_input)
+    remember(redis, key, user_input.user)
+    parked = state_of(store) == "awaiting_approval"  # the approval decides when it goes on
+    if where == "wire" and not parked and schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):
+        set_state(store, "queued")
+    return where
+
+
+def status(redis: Redis, key: SessionKey) -> SessionStatus:
+    store = SessionStore(redis, key)
+    meta = store.meta()
+    return SessionStatus(
+        exists=session_exists(redis, key),
+        state=meta.get("state", "idle"),
+        owner=meta.get("owner"),
+        last_turn_reason=meta.get("last_turn_reason"),
+        waiting_inputs=int(redis.llen(store.inbox_key)),
+        pending_approvals=len(ApprovalStore(store).pending()),
+    )
+
+
+def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
+    store = SessionStore(redis, key)
+    state = state_of(store)
+    if state == "running":
+        redis.set(cancel_flag_key(key), by, ex=CANCEL_FLAG_TTL_S)
+        return ControlResult(ok=True, message="Stopping the running turn; tools get 2 seconds to finish.")
+    if state == "queued":
+        return _cancel_queued(store, by)
+    if state == "awaiting_approval":
+        return _cancel_parked(store, by)
+    return ControlResult(ok=False, message="Nothing is running in that thread.")
+
+
+def _cancel_queued(store: SessionStore, by: str) -> ControlResult:
+    redis, key = store.redis, store.key
+    # If the job starts before it is removed, it finds this flag and stops at once.
+    redis.set(cancel_flag_key(key), by, ex=CANCEL_FLAG_TTL_S)
+    token = redis.getdel(key.redis_key("queued"))
+    if token is not None and queue(redis, TURNS_QUEUE).remove(f"turn-{token.decode()}"):
+        Job.fetch(f"turn-{token.decode()}", connection=redis, serializer=SERIALIZER).delete()
+        redis.delete(cancel_flag_key(key))
+        _record_cancelled(store, by, target="queued")
+    return ControlResult(ok=True, message="Cancelled the queued turn before it started.")
+
+
+def _cancel_parked(store: SessionStore, by: str) -> ControlResult:
+    approvals = ApprovalStore(store)
+    parked = approvals.pending()
+    for approval in parked:
+        if approvals.decide(approval.approval_id, "cancelled", by):
+            store.post_notice(
+                ApprovalDecidedNotice(approval_id=approval.approval_id, decision="cancelled", by=by)
+            )
+    settle_parked_step(store, reason="cancelled")
+    _record_cancelled(store, by, target="active")
+    return ControlResult(ok=True, message="Cancelled; the calls waiting for approval were not run.")
+
+
+def settle_parked_step(store: SessionStore, reason: str) -> None:
+    """Close a parked step: every call that never ran gets the approval-cancelled result."""
+    approvals = ApprovalStore(store)
+    requests = approvals.requests()
+    for approval in requests:
+        store.append(
+            AppendLoopEvent(
+                event=ToolResultEvent(
+                    tool_call_id=approval.tool_call_id,
+                    result=ToolResultPayload(
+                        output=texts.approval_cancelled(approval.tool_name), is_error=True
+                    ),
+                )
+            ),
+            once_key=f"parked:{approval.step_uuid}:{approval.tool_call_id}:result",
+        )
+    if requests:
+        step = requests[0].step_uuid
+        store.append(
+            AppendLoopEvent(event=StepEnd(uuid=step, finish_reason=reason)), once_key=f"parked:{step}:end"
+        )
+    approvals.clear()
+
+
+def _record_cancelled(store: SessionStore, by: str, *, target: str) -> None:
+    turn_id = store.meta().get("turn_id", "queued")
+    store.append(TurnCancel(turn_id=turn_id, target=target, reason="user_cancelled"))  # type: ignore[arg-type]
+    store.append(TurnEnded(turn_id=turn_id, reason="cancelled"))
+    set_state(store, "cancelled", last_turn_reason="cancelled")
+    store.post_notice(CancelledNotice(turn_id=turn_id, by=by, text=f"Stopped by <@{by}>."))
+    schedule_delivery(store.redis, store.key)
+
+
+def resume(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> ControlResult:
+    store = SessionStore(redis, key)
+    state = state_of(store)
+    if state in ("running", "queued"):
+        return ControlResult(ok=False, message="That thread's turn is already running.")
+    if state == "awaiting_approval":
+        return ControlResult(
+            ok=False, message="That thread is waiting for an approval: approve or deny the call."
+        )
+    if state not in STOPPED_STATES:
+        return ControlResult(
+            ok=False, message="Nothing to resume: the last turn finished. Reply in the thread."
+        )
+    redis.delete(cancel_flag_key(key))
+    store.set_meta(resume_requested=by)
+    if schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):
+        set_state(store, "queued")
+    store.post_notice(InfoNotice(text=f"Resumed by <@{by}>. Nothing that was interrupted is re-run."))
+    schedule_delivery(redis, key)
+    return ControlResult(
+        ok=True, message="Resumed: the agent continues with the unknown results marked as such."
+    )
+
+
+def decide_approval(
+    redis: Redis, key: SessionKey, approval_id: str, decision: Decision, *, by: str, turn_timeout_s: int
+) -> ControlResult:
+    store = SessionStore(redis, key)
+    approvals = ApprovalStore(store)
+    approval = approvals.get(approval_id)
+    if approval is None or not approvals.decide(approval_id, decision, by):
+        return ControlResult(ok=False, message="That request was already decided.")
+    store.post_notice(ApprovalDecidedNotice(approval_id=approval_id, decision=decision, by=by))
+    schedule_delivery(redis, key)
+    if not approvals.pending():
+        schedule_turn(redis, key, turn_timeout_s=turn_timeout_s)
+        set_state(store, "queued")
+    verb = "Approved" if decision == "approved" else "Denied"
+    return ControlResult(ok=True, message=f"{verb} `{approval.tool_name}`.")
+
+
+def request_compaction(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> ControlResult:
+    store = SessionStore(redis, key)
+    if not session_exists(redis, key):
+        return ControlResult(ok=False, message="There is no session in that thread.")
+    if state_of(store) in ("running", "queued", "awaiting_approval"):
+        return ControlResult(
+            ok=False, message="Cannot compact while a turn is active. Wait for it to finish, then retry."
+        )
+    queue(redis, TURNS_QUEUE).enqueue(COMPACTION_JOB, str(key), by, job_timeout=turn_timeout_s, result_ttl=0)
+    return ControlResult(ok=True, message="Compacting the conversation; the thread will say when it is done.")
