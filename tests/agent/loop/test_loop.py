@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from agent.fold import INTERRUPTED_TOOL_RESULT
