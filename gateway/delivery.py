@@ -15,6 +15,7 @@ from gateway.slack_client import web_client
 from jobs import runtime
 from jobs.keys import SessionKey
 from jobs.notices import Notice
+from jobs.queues import delivery_started
 from jobs.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ def deliver(session_key: str) -> int:
     """RQ entry point: post every undelivered notice; returns how many were posted."""
     key = SessionKey.parse(session_key)
     redis = runtime.redis_client()
+    delivery_started(redis, key)
     return Delivery(SessionStore(redis, key), web_client(runtime.settings())).run()
 
 
@@ -75,6 +77,8 @@ class Delivery:
 
     def _post(self, notice_id: str, notice: Notice) -> None:
         key = self.store.key
+        if not hasattr(notice, "text"):
+            return  # progress cards and approval cards are rendered by the Slack layer
         response = self.client.chat_postMessage(
             channel=key.channel, thread_ts=key.thread_ts, text=notice.text
         )

@@ -9,20 +9,33 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 
 from redis import Redis
 from rq import Worker
 
 import gateway.delivery
 import jobs.turn
-from jobs import runtime
+from jobs import janitor, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
+from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 
 PRELOADED_JOB_MODULES = (jobs.turn, gateway.delivery)
 # httpx loads its async transport stack lazily on the first request; a fork that does that
 # pays ~70 ms per job, so the parent loads it once.
 LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
+
+
+def _janitor(redis: Redis, stop: threading.Event) -> None:
+    """Every worker process sweeps (one at a time, under a lock), so no extra process is needed."""
+    while True:
+        try:
+            janitor.sweep(redis)
+        except Exception:  # Redis away for a moment: the next sweep tries again
+            logging.getLogger(__name__).warning("janitor sweep failed", exc_info=True)
+        if stop.wait(janitor.JANITOR_EVERY_S):
+            return
 
 
 def work(settings: Settings, *, burst: bool = False) -> None:
@@ -33,4 +46,11 @@ def work(settings: Settings, *, burst: bool = False) -> None:
         importlib.import_module(name)
     redis = Redis.from_url(settings.REDIS_URL or "")
     queues = [queue(redis, SLACK_QUEUE), queue(redis, TURNS_QUEUE)]  # deliveries first: they are short
-    Worker(queues, connection=redis, serializer=SERIALIZER).work(burst=burst, with_scheduler=True)
+    stop = threading.Event()
+    threading.Thread(
+        target=_janitor, args=(redis_from_url(settings.REDIS_URL or ""), stop), daemon=True
+    ).start()
+    try:
+        Worker(queues, connection=redis, serializer=SERIALIZER).work(burst=burst, with_scheduler=True)
+    finally:
+        stop.set()

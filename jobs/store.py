@@ -97,6 +97,13 @@ class SessionStore:
         self.touch()
         return "inbox" if _text(where) == "inbox" else "wire"
 
+    def peek_inbox(self) -> list[UserInput]:
+        return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
+
+    def trim_inbox(self, count: int) -> None:
+        """Drop the first `count` inputs (those just recorded on the wire)."""
+        self.redis.ltrim(self.inbox_key, count, -1)
+
     def take_inbox(self) -> list[UserInput]:
         items = lua(self.redis, _TAKE_INBOX)(keys=[self.inbox_key])
         return [UserInput.model_validate_json(item) for item in items]
@@ -109,6 +116,13 @@ class SessionStore:
     def notices(self, after: str | None = None, count: int | None = None) -> list[tuple[str, Notice]]:
         start = f"({after}" if after else "-"
         entries = self.redis.xrange(self.outbox_key, start, count=count)
+        return [
+            (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
+        ]
+
+    def recent_notices(self, count: int) -> list[tuple[str, Notice]]:
+        """The newest `count` notices, newest first."""
+        entries = self.redis.xrevrange(self.outbox_key, count=count)
         return [
             (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
         ]
