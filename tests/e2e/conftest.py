@@ -12,6 +12,6 @@ from gateway.sandbox.stack import Stack
 
 @pytest.fixture
 def stack(tmp_path: Path, redis, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM) -> Iterator[Stack]:
-    running = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url).start()
+    running = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, APPROVAL_TOOLS="").start()
     yield running
     running.stop()
