@@ -21,9 +21,7 @@ from agent.compaction import (
 )
 from agent.model.base import ChatModel
 from agent.projection import project
-from agent.prompts import system_prompt
 from agent.tokens import estimate_text
-from agent.tools.registry import default_registry, openai_tool_declarations
 from agent.wire import FullCompactionBegin, FullCompactionCancel, FullCompactionComplete
 from jobs import runtime
 from jobs.history import load_folder, save_checkpoint
@@ -33,6 +31,7 @@ from jobs.notices import CompactionNotice
 from jobs.queues import schedule_delivery, schedule_turn
 from jobs.settings import Settings
 from jobs.store import SessionStore
+from jobs.turn import tool_setup
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +94,8 @@ def _failed(store: SessionStore, reason: str) -> str:
 
 
 def _request_overhead() -> int:
-    registry = default_registry()
-    declarations = json.dumps(openai_tool_declarations(registry))
-    return estimate_text(system_prompt(registry.names)) + estimate_text(declarations)
+    tools = tool_setup()
+    return estimate_text(tools.system_prompt) + estimate_text(json.dumps(tools.declarations))
 
 
 def _notice(store: SessionStore, notice: CompactionNotice) -> None:

@@ -164,3 +164,24 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return "State:\tZ" not in status
+
+
+def test_the_forking_worker_class_runs_turns_too(
+    tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
+):
+    stack = Stack(
+        tmp_path,
+        redis_url,
+        fake_slack.api_url,
+        fake_llm.base_url,
+        APPROVAL_TOOLS="",
+        THREADLINE_WORKER_CLASS="fork",
+    ).start()
+    try:
+        runner = tmp_path / "runner"
+        fake_llm.script(calls(("c1", "shell", {"command": f"echo $PPID > {runner}"})), text("listed"))
+        session = Session(redis, fake_slack, "list")
+        wait_for(lambda: "listed" in session.bot_texts(), what="the answer from a forked work horse")
+        assert int(runner.read_text()) != stack.processes["worker0"].pid  # the tool ran in a work horse
+    finally:
+        stack.stop()

@@ -115,5 +115,3 @@ def test_compaction_is_refused_while_a_turn_runs(redis):
     set_state(store, "running")
     result = request_compaction(redis, KEY, by="W1", turn_timeout_s=60)
     assert not result.ok and "Cannot compact while a turn is active" in result.message
-
-
