@@ -71,7 +71,7 @@ class SessionStore:
 
     def append(self, record: BaseModel | Mapping[str, Any], *, once_key: str | None = None) -> str:
         """Append one record; with `once_key`, a second append with the same key is a no-op."""
-        payload = _encode(record)
+        payload = encode_record(record)
         if once_key is None:
             return _text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
         return _text(
@@ -92,7 +92,7 @@ class SessionStore:
         record = AppendMessage(message=user_input.to_message())
         where = lua(self.redis, _SUBMIT_INPUT)(
             keys=[self.lease_key, self.inbox_key, self.wire_key],
-            args=[_encode(record), user_input.model_dump_json()],
+            args=[encode_record(record), user_input.model_dump_json()],
         )
         self.touch()
         return "inbox" if _text(where) == "inbox" else "wire"
@@ -139,7 +139,7 @@ class SessionStore:
         self.redis.hsetnx(self.meta_key, "created", str(now_ms()))
 
 
-def _encode(record: BaseModel | Mapping[str, Any]) -> str:
+def encode_record(record: BaseModel | Mapping[str, Any]) -> str:
     data = record_to_json(record) if isinstance(record, BaseModel) else dict(record)
     data.setdefault("time", now_ms())
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
