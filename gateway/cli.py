@@ -9,7 +9,7 @@ import sys
 from jobs.settings import Settings, SettingsError
 
 WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
-WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL", "LLM_BASE_URL", "LLM_MODEL")
+WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL")  # no LLM_BASE_URL: the demo model answers
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,11 @@ def work(settings: Settings, *, burst: bool = False, worker_class: str = "fork")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
+    if not settings.LLM_BASE_URL:
+        logging.getLogger(__name__).warning(
+            "LLM_BASE_URL is not set: turns use the built-in demo model (scripted)"
+        )
+    runtime.build_model(settings)
     jobs.turn.tool_setup()
     for name in LAZY_TRANSPORT_MODULES:
         importlib.import_module(name)
