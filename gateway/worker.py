@@ -28,14 +28,14 @@ PRELOADED_JOB_MODULES = (jobs.turn, jobs.compaction_job, gateway.delivery)
 LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
 
 
-def _janitor(redis: Redis, stop: threading.Event) -> None:
+def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
     """Every worker process sweeps (one at a time, under a lock), so no extra process is needed."""
     while True:
         try:
-            janitor.sweep(redis)
+            janitor.sweep(redis, every_s)
         except Exception:  # Redis away for a moment: the next sweep tries again
             logging.getLogger(__name__).warning("janitor sweep failed", exc_info=True)
-        if stop.wait(janitor.JANITOR_EVERY_S):
+        if stop.wait(every_s):
             return
 
 
@@ -58,7 +58,9 @@ def work(settings: Settings, *, burst: bool = False, worker_class: str = "fork")
     queues = [queue(redis, SLACK_QUEUE), queue(redis, TURNS_QUEUE)]  # deliveries first: they are short
     stop = threading.Event()
     threading.Thread(
-        target=_janitor, args=(redis_from_url(settings.REDIS_URL or ""), stop), daemon=True
+        target=_janitor,
+        args=(redis_from_url(settings.REDIS_URL or ""), stop, settings.JANITOR_INTERVAL_SECONDS),
+        daemon=True,
     ).start()
     try:
         worker = WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)

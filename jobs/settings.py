@@ -39,6 +39,8 @@ EXPECTED: dict[str, str] = {
     "APPROVAL_TOOLS": "comma-separated tool names that need a person's approval before they run",
     "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
+    "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
+    "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
 }
 
 
@@ -63,6 +65,8 @@ class Settings(BaseSettings):
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
+    LEASE_TTL_SECONDS: float = Field(default=20, gt=0)
+    JANITOR_INTERVAL_SECONDS: float = Field(default=10, gt=0)
     SLACK_OPERATORS: str = ""
     SLACK_ALLOWED_CHANNELS: str = ""
     SLACK_ALLOWED_USERS: str = ""
