@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import httpx
 from redis import Redis
 
 from agent.model.base import ChatModel
@@ -33,5 +34,8 @@ def build_model(config: Settings) -> ChatModel:
     if not config.LLM_BASE_URL:
         return DemoModel()
     config.require("LLM_MODEL")
-    client = OpenAICompatibleModel(config.LLM_BASE_URL, config.LLM_MODEL or "", config.LLM_API_KEY)
+    timeout = httpx.Timeout(connect=10.0, read=config.LLM_TIMEOUT_SECONDS, write=30.0, pool=10.0)
+    client = OpenAICompatibleModel(
+        config.LLM_BASE_URL, config.LLM_MODEL or "", config.LLM_API_KEY, timeout=timeout
+    )
     return RetryingModel(client)

@@ -30,6 +30,7 @@ EXPECTED: dict[str, str] = {
     "LLM_API_KEY": "the API key for LLM_BASE_URL",
     "LLM_MODEL": "the model name to request, e.g. kimi-k2-0905-preview",
     "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
+    "LLM_TIMEOUT_SECONDS": "how long to wait for the model's next bytes before retrying (seconds)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": "comma-separated user ids (U…) or user-group ids (S…) who may act on any session",
@@ -62,6 +63,7 @@ class Settings(BaseSettings):
     LLM_API_KEY: str | None = None
     LLM_MODEL: str | None = None
     LLM_CONTEXT_WINDOW: int = Field(default=128_000, gt=0)
+    LLM_TIMEOUT_SECONDS: float = Field(default=300, gt=0)
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
