@@ -2,29 +2,43 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
+from pydantic import ValidationError
+from redis import Redis
 from redis.exceptions import RedisError
 from slack_bolt import App, BoltResponse
 
-from gateway.listeners import mentions
+from gateway.deps import Deps
+from gateway.listeners import actions, agent_session, commands, mentions, messages, shortcuts
+from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# What a malformed payload raises while a listener reads it: the sender's error, answered 400.
+BAD_PAYLOAD_ERRORS = (InvalidPayload, ValidationError, KeyError, TypeError, AttributeError)
+QUIET_EVENTS = ("assistant_thread_started", "assistant_thread_context_changed")
 
-def build_app(settings: Settings, redis: Any) -> App:
+
+def build_app(settings: Settings, redis: Redis) -> App:
+    client = web_client(settings)
     app = App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
-        client=web_client(settings),
+        client=client,
         # Listeners only write to Redis (milliseconds), so they finish before Slack gets its
         # 200: an input Slack saw acknowledged is already durable.
         process_before_response=True,
         token_verification_enabled=False,
     )
-    mentions.register(app, settings, redis)
+    deps = Deps.build(settings, redis, client)
+    for listeners in (mentions, messages, commands, actions, shortcuts, agent_session):
+        listeners.register(app, deps)
+    for event in QUIET_EVENTS:  # subscribed by the manifest's agent view; nothing to do yet
+        app.event(event)(lambda: None)
     app.error(_answer_errors)
     return app
 
@@ -37,6 +51,16 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
             error,
             body.get("event_id"),
         )
-        response.status = 503
+        _answer(response, 503, "Redis is unavailable; retry later")
+        return
+    if isinstance(error, BAD_PAYLOAD_ERRORS):
+        log.warning("invalid payload (%s: %s); nothing recorded", type(error).__name__, error)
+        _answer(response, 400, f"invalid payload: {error}")
         return
     log.exception("listener failed for event %s", body.get("event_id"), exc_info=error)
+
+
+def _answer(response: BoltResponse, status: int, message: str) -> None:
+    response.status = status
+    response.body = json.dumps({"ok": False, "error": message})
+    response.headers["content-type"] = ["application/json"]

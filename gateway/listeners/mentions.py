@@ -7,24 +7,24 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 
-from gateway.threads import session_key_for, strip_bot_mention
-from jobs.control import submit_input
-from jobs.inbound import UserInput
-from jobs.settings import Settings
+from gateway.deps import Deps
+from gateway.inbound import Said, take
+from gateway.threads import strip_bot_mention
 
 log = logging.getLogger(__name__)
 
 
-def register(app: App, settings: Settings, redis: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
-        team_id = body.get("team_id") or context.team_id or ""
-        key = session_key_for(team_id, event)
-        user_input = UserInput(
-            text=strip_bot_mention(event.get("text", ""), context.bot_user_id),
-            user=event.get("user", ""),
+        said = Said(
+            team=body.get("team_id") or context.team_id or "",
+            channel=event["channel"],
+            user=event.get("user") or event.get("bot_id") or "",
             ts=event["ts"],
+            thread_ts=event.get("thread_ts"),
+            text=strip_bot_mention(event.get("text", ""), context.bot_user_id),
             event_id=body.get("event_id"),
+            addressed=True,
         )
-        where = submit_input(redis, key, user_input, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
-        log.info("mention %s in %s → %s", body.get("event_id"), key, where)
+        log.info("mention %s in %s → %s", body.get("event_id"), said.key, take(deps, said))
