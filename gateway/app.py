@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from redis import Redis
 from redis.exceptions import RedisError
 from slack_bolt import App, BoltResponse
+from slack_bolt.error import BoltUnhandledRequestError
 
 from gateway.deps import Deps
 from gateway.listeners import actions, agent_session, commands, mentions, messages, shortcuts
@@ -33,6 +34,9 @@ def build_app(settings: Settings, redis: Redis) -> App:
         # 200: an input Slack saw acknowledged is already durable.
         process_before_response=True,
         token_verification_enabled=False,
+        # A verified request nothing listens for is acknowledged (not 404): Slack counts 404s
+        # against the app, and a Socket Mode envelope left unacknowledged is delivered again.
+        raise_error_for_unhandled_request=True,
     )
     deps = Deps.build(settings, redis, client)
     for listeners in (mentions, messages, commands, actions, shortcuts, agent_session):
@@ -43,7 +47,15 @@ def build_app(settings: Settings, redis: Redis) -> App:
     return app
 
 
+NOT_HANDLED = "threadline does not handle that."
+
+
 def _answer_errors(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:
+    if isinstance(error, BoltUnhandledRequestError):
+        log.info("nothing handles %s; acknowledged", body.get("type") or body.get("command") or "request")
+        interactive = "command" in body or body.get("type") in ("shortcut", "message_action", "block_actions")
+        _acknowledge(response, NOT_HANDLED if interactive else None)
+        return
     if isinstance(error, RedisError):
         # Not acknowledged, so Slack retries the event: nothing is lost while Redis is away.
         log.error(
@@ -58,6 +70,12 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
         _answer(response, 400, f"invalid payload: {error}")
         return
     log.exception("listener failed for event %s", body.get("event_id"), exc_info=error)
+
+
+def _acknowledge(response: BoltResponse, text: str | None) -> None:
+    response.status = 200
+    response.body = json.dumps({"text": text, "response_type": "ephemeral"}) if text else ""
+    response.headers["content-type"] = ["application/json" if text else "text/plain"]
 
 
 def _answer(response: BoltResponse, status: int, message: str) -> None:
