@@ -46,7 +46,7 @@ def register(app: App, deps: Deps) -> None:
 
     @app.command(command)
     def on_command(ack: Ack, body: dict[str, Any]) -> None:
-        ack(text=answer(deps, body, command))
+        ack(text=answer(deps, body, command), response_type="ephemeral")
 
 
 def answer(deps: Deps, body: dict[str, Any], command: str) -> str:
