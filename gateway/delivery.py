@@ -21,7 +21,7 @@ from gateway.poster import ThreadPoster
 from gateway.slack_client import web_client
 from gateway.timers import deliver_later
 from jobs import runtime
-from jobs.keys import SessionKey
+from jobs.keys import PREFIX, SessionKey
 from jobs.notices import Notice, ProgressNotice
 from jobs.store import SessionStore
 
@@ -79,6 +79,10 @@ class Delivery:
         self.posting = NoticePosting(self.poster, self.status)
 
     def run(self) -> int:
+        paused_ms = self.redis.pttl(pause_key(self.key.team))
+        if paused_ms > 0:  # Slack asked this workspace to wait: no delivery may post before then
+            deliver_later(self.redis, self.key, "retry", paused_ms / 1000)
+            return 0
         handled = 0
         while True:
             lock = DeliveryLock(self.redis, self.key.redis_key("delivering"))
@@ -87,23 +91,25 @@ class Delivery:
                 deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
                 return handled
             with lock:
-                handled += self._run_locked()
+                try:
+                    handled += self._run_locked()
+                except RateLimited as limited:
+                    # Not now: the scheduled retry goes on once Slack's Retry-After has passed.
+                    log.warning(
+                        "%s: rate limited past the retries; again in %ss", self.key, limited.retry_after_s
+                    )
+                    self.redis.set(pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
+                    deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
+                    return handled
             if not self._pending():
                 return handled
 
     def _run_locked(self) -> int:
         if self._pending():
             deliver_later(self.redis, self.key, "watchdog", WATCHDOG_S)
-        try:
-            handled = self._drain()
-            self.cards.show_due()
-            self.cards.refresh_status()
-        except RateLimited as limited:
-            log.warning(
-                "%s: Slack rate limit outlasted the retries; again in %ss", self.key, limited.retry_after_s
-            )
-            deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
-            return 0
+        handled = self._drain()
+        self.cards.show_due()
+        self.cards.refresh_status()
         return handled
 
     def _pending(self) -> bool:
@@ -115,9 +121,13 @@ class Delivery:
     def _drain(self) -> int:
         entries = self.store.notices(after=self._cursor())
         latest = {n.card.turn_id: i for i, (_, n) in enumerate(entries) if isinstance(n, ProgressNotice)}
-        for index, (notice_id, notice) in enumerate(entries):
-            superseded = isinstance(notice, ProgressNotice) and latest[notice.card.turn_id] != index
-            if not superseded:
+        for notice_id, notice in entries:
+            if isinstance(notice, ProgressNotice):
+                # Only a turn's latest snapshot is shown, but at the place of its first one, so
+                # a card posted in this batch still comes before the answer that follows it.
+                newest_id, newest = entries[latest[notice.card.turn_id]]
+                self._deliver_one(newest_id, newest)
+            else:
                 self._deliver_one(notice_id, notice)
             self.store.set_meta(**{CURSOR_FIELD: notice_id})
         return len(entries)
@@ -154,6 +164,11 @@ class Delivery:
         )
         deliver_later(self.redis, self.key, "retry", delay)
         raise error
+
+
+def pause_key(team: str) -> str:
+    """Set while Slack's Retry-After runs: its rate limits are per workspace and method."""
+    return f"{PREFIX}:slack_pause:{team}"
 
 
 def _retry_after(error: SlackApiError) -> float:

@@ -41,6 +41,9 @@ class Fault:
     error: str | None = None
     retry_after: int | None = None
     delay_s: float = 0.0
+    # Do the work, then wait `delay_s` before answering (normally): a post that succeeded but
+    # whose answer the caller may never read.
+    after_work: bool = False
 
 
 @dataclass
@@ -196,7 +199,7 @@ class FakeSlack:
         self, method: str, args: dict[str, Any], token: str | None
     ) -> tuple[int, dict[str, Any], dict]:
         fault = self._take_fault(method)
-        if fault is not None:
+        if fault is not None and not fault.after_work:
             return self._fault_answer(method, args, fault)
         try:
             _check_token(method, token, self.state)
@@ -208,6 +211,8 @@ class FakeSlack:
             self._log(method, args, error.error)
             return error.status, {"ok": False, "error": error.error}, {}
         self._log(method, args, "ok")
+        if fault is not None:
+            time.sleep(fault.delay_s)
         return 200, body, {}
 
     def _fault_answer(self, method: str, args: dict[str, Any], fault: Fault) -> tuple[int, dict, dict]:
