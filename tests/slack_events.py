@@ -44,6 +44,11 @@ def mention(
     return body
 
 
+def _event_ts(after: str) -> str:
+    """A ts of its own for an edit or delete event, later than the message it changes."""
+    return f"{int(float(after)) + 1}.{next(_ids):06d}"
+
+
 def _next_event_id() -> str:
     return f"Ev{next(_ids):08d}"
 
@@ -85,7 +90,7 @@ def message_changed(
     body["event_id"] = _next_event_id()
     event = body["event"]
     event["channel"] = channel
-    event["ts"] = event["event_ts"] = f"{float(ts) + 0.5:.6f}"
+    event["ts"] = event["event_ts"] = _event_ts(ts)
     event["message"].update(text=new_text, user=user, ts=ts, thread_ts=thread_ts, team=TEAM_ID)
     event["message"].pop("blocks", None)
     event["previous_message"].update(text=old_text, user=user, ts=ts, thread_ts=thread_ts)
@@ -101,7 +106,7 @@ def message_deleted(
     body["event_id"] = _next_event_id()
     event = body["event"]
     event.update(channel=channel, deleted_ts=ts)
-    event["ts"] = event["event_ts"] = f"{float(ts) + 0.5:.6f}"
+    event["ts"] = event["event_ts"] = _event_ts(ts)
     event["previous_message"].update(text=text, user=user, ts=ts, thread_ts=thread_ts)
     return body
 
