@@ -67,9 +67,18 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
         return
     if isinstance(error, BAD_PAYLOAD_ERRORS):
         log.warning("invalid payload (%s: %s); nothing recorded", type(error).__name__, error)
-        _answer(response, 400, f"invalid payload: {error}")
+        _answer(response, 400, f"invalid payload: {_described(error)}")
         return
     log.exception("listener failed for event %s", body.get("event_id"), exc_info=error)
+
+
+def _described(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
+    if isinstance(error, KeyError):
+        return f"{error.args[0]} is missing"
+    return str(error)
 
 
 def _acknowledge(response: BoltResponse, text: str | None) -> None:

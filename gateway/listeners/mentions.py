@@ -7,8 +7,10 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 
+from gateway import payload
 from gateway.deps import Deps
 from gateway.inbound import Said, take
+from gateway.listeners.messages import author
 from gateway.threads import strip_bot_mention
 
 log = logging.getLogger(__name__)
@@ -17,14 +19,17 @@ log = logging.getLogger(__name__)
 def register(app: App, deps: Deps) -> None:
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
+        user = author(deps, event, context)
+        if user is None:
+            return
         said = Said(
-            team=body.get("team_id") or context.team_id or "",
-            channel=event["channel"],
-            user=event.get("user") or event.get("bot_id") or "",
-            ts=event["ts"],
-            thread_ts=event.get("thread_ts"),
-            text=strip_bot_mention(event.get("text", ""), context.bot_user_id),
-            event_id=body.get("event_id"),
+            team=payload.optional_text(body, "team_id") or context.team_id or "",
+            channel=payload.text(event, "channel"),
+            user=user,
+            ts=payload.text(event, "ts"),
+            thread_ts=payload.optional_text(event, "thread_ts"),
+            text=strip_bot_mention(payload.optional_text(event, "text") or "", context.bot_user_id),
+            event_id=payload.optional_text(body, "event_id"),
             addressed=True,
         )
         log.info("mention %s in %s → %s", body.get("event_id"), said.key, take(deps, said))
