@@ -17,8 +17,6 @@ except authentication errors, which pass through unchanged for the caller to rep
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -53,6 +51,7 @@ from agent.model.errors import (
     RetryableModelError,
     TruncatedResponseError,
 )
+from agent.projection import project
 from agent.tokens import estimate_message, estimate_text
 from agent.wire import ApplyCompaction
 
@@ -349,10 +348,4 @@ def apply_compaction(
 
 
 def _default_projector() -> Projector:
-    """`agent.projection.project` once it exists; until then the history goes out as it is.
-
-    The projection is written in parallel; the lead wires it directly when it lands.
-    """
-    if importlib.util.find_spec("agent.projection") is None:
-        return list
-    return importlib.import_module("agent.projection").project
+    return project

@@ -74,6 +74,15 @@ class Folder:
         self._deferred: list[Message] = []
         self.skipped = 0
 
+    @classmethod
+    def from_records(
+        cls, records: Iterable[Mapping[str, Any] | BaseModel], history: Iterable[Message] = ()
+    ) -> Folder:
+        folder = cls(history)
+        for record in records:
+            folder.apply(record)
+        return folder
+
     # -- public ------------------------------------------------------------------------
 
     @property
@@ -89,8 +98,20 @@ class Folder:
     def pending_call_ids(self) -> list[str]:
         return list(self._pending)
 
-    def apply(self, record: Mapping[str, Any] | BaseModel) -> None:
-        parsed, record_id = self._parse(record)
+    @property
+    def open_step_uuid(self) -> str | None:
+        return self._open.uuid if self._open is not None else None
+
+    def pending_calls(self) -> list[ToolCall]:
+        """The calls of the open step that have no result yet, in call order."""
+        if self._open is None:
+            return []
+        return [call for call in self._open.tool_calls if call.id in self._pending]
+
+    def apply(self, record: Mapping[str, Any] | BaseModel, record_id: str | None = None) -> None:
+        """Fold one record; `record_id` (the wire entry id) overrides an `id` carried inside it."""
+        parsed, carried_id = self._parse(record)
+        record_id = record_id or carried_id
         if parsed is None:
             return
         if isinstance(parsed, AppendMessage):
@@ -232,7 +253,4 @@ def _call_arguments(event: ToolCallEvent) -> str | None:
 
 def fold(records: Iterable[Mapping[str, Any] | BaseModel], history: Iterable[Message] = ()) -> list[Message]:
     """Fold wire records (optionally on top of a checkpoint history) into a history."""
-    folder = Folder(history)
-    for record in records:
-        folder.apply(record)
-    return folder.history
+    return Folder.from_records(records, history).history

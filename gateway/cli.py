@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from jobs.settings import Settings, SettingsError
 
 WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
 SOCKET_SETTINGS = ("SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "REDIS_URL")
-WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL", "LLM_BASE_URL", "LLM_MODEL")
+WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL")  # no LLM_BASE_URL: the demo model answers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +44,7 @@ def _manifest(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from gateway.worker import work
 
-    work(Settings.load().require(*WORKER_SETTINGS), burst=args.burst)
+    work(Settings.load().require(*WORKER_SETTINGS), burst=args.burst, worker_class=args.worker_class)
     return 0
 
 
@@ -63,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     web.set_defaults(run=_web)
     worker = commands.add_parser("worker", help="run RQ workers for the turns and slack queues")
     worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    worker.add_argument(
+        "--worker-class",
+        choices=("fork", "simple"),
+        default=os.environ.get("THREADLINE_WORKER_CLASS", "simple"),
+        help="SimpleWorker (default: no fork per job) or RQ's forking Worker",
+    )
     worker.set_defaults(run=_worker)
     run = commands.add_parser("run", help="run web and worker together in the foreground")
     run.set_defaults(run=_run)

@@ -23,6 +23,7 @@ from gateway.timers import deliver_later
 from jobs import runtime
 from jobs.keys import PREFIX, SessionKey
 from jobs.notices import Notice, ProgressNotice
+from jobs.queues import delivery_started
 from jobs.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def deliver(session_key: str) -> int:
     """RQ entry point: post every undelivered notice; returns how many were handled."""
     key = SessionKey.parse(session_key)
     redis = runtime.redis_client()
+    delivery_started(redis, key)
     return Delivery(SessionStore(redis, key), web_client(runtime.settings())).run()
 
 

@@ -21,7 +21,7 @@ from jobs.keys import SessionKey
 from jobs.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.queues import COMPACTION_JOB, SERIALIZER, TURNS_QUEUE, queue, schedule_delivery, schedule_turn
 from jobs.sessions import STOPPED_STATES, remember, session_exists, set_state, state_of
-from jobs.store import SessionStore
+from jobs.store import SessionStore, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
     state = state_of(store)
     if state == "running":
         redis.set(cancel_flag_key(key), by, ex=CANCEL_FLAG_TTL_S)
+        store.set_meta(cancel_at=str(now_ms()))
         return ControlResult(ok=True, message="Stopping the running turn; tools get 2 seconds to finish.")
     if state == "queued":
         return _cancel_queued(store, by)

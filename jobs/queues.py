@@ -16,6 +16,7 @@ SLACK_QUEUE = "slack"
 TURN_JOB = "jobs.turn.run_turn"
 DELIVERY_JOB = "gateway.delivery.deliver"  # by name: jobs never imports gateway
 COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
+TURN_TIMEOUT_GRACE_S = 120  # RQ's own timeout is a backstop: the loop stops itself at the turn's limit
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
 DELIVERY_TIMEOUT_S = 600  # posting a long answer through 429s can take minutes, not hours
 SERIALIZER = JSONSerializer  # job arguments are plain strings; never unpickle from Redis
@@ -42,7 +43,7 @@ def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool
             str(key),
             job_id=f"turn-{token}",
             unique=True,
-            job_timeout=turn_timeout_s,
+            job_timeout=turn_timeout_s + TURN_TIMEOUT_GRACE_S,
             result_ttl=0,
             failure_ttl=7 * 24 * 3600,
         )
@@ -58,8 +59,23 @@ def clear_turn_flag(redis: Redis, key: SessionKey) -> None:
     redis.delete(key.redis_key("queued"))
 
 
-def schedule_delivery(redis: Redis, key: SessionKey) -> None:
-    """Deliveries may pile up: the delivery job drains the whole outbox and the rest find it empty."""
-    queue(redis, SLACK_QUEUE).enqueue(
-        DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=7 * 24 * 3600
-    )
+def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
+    """Enqueue a delivery unless one is queued and not yet started (it will drain this notice too).
+
+    The delivery job calls `delivery_started` before it reads the outbox, so a notice posted
+    after that point always schedules a new job.
+    """
+    if not redis.set(key.redis_key("delivery_queued"), "1", nx=True, ex=QUEUED_FLAG_TTL_S):
+        return False
+    try:
+        queue(redis, SLACK_QUEUE).enqueue(
+            DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=7 * 24 * 3600
+        )
+    except Exception:
+        redis.delete(key.redis_key("delivery_queued"))
+        raise
+    return True
+
+
+def delivery_started(redis: Redis, key: SessionKey) -> None:
+    redis.delete(key.redis_key("delivery_queued"))

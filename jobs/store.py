@@ -71,7 +71,7 @@ class SessionStore:
 
     def append(self, record: BaseModel | Mapping[str, Any], *, once_key: str | None = None) -> str:
         """Append one record; with `once_key`, a second append with the same key is a no-op."""
-        payload = _encode(record)
+        payload = encode_record(record)
         if once_key is None:
             return _text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
         return _text(
@@ -92,10 +92,17 @@ class SessionStore:
         record = AppendMessage(message=user_input.to_message())
         where = lua(self.redis, _SUBMIT_INPUT)(
             keys=[self.lease_key, self.inbox_key, self.wire_key],
-            args=[_encode(record), user_input.model_dump_json()],
+            args=[encode_record(record), user_input.model_dump_json()],
         )
         self.touch()
         return "inbox" if _text(where) == "inbox" else "wire"
+
+    def peek_inbox(self) -> list[UserInput]:
+        return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
+
+    def trim_inbox(self, count: int) -> None:
+        """Drop the first `count` inputs (those just recorded on the wire)."""
+        self.redis.ltrim(self.inbox_key, count, -1)
 
     def take_inbox(self) -> list[UserInput]:
         items = lua(self.redis, _TAKE_INBOX)(keys=[self.inbox_key])
@@ -113,6 +120,13 @@ class SessionStore:
             (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
         ]
 
+    def recent_notices(self, count: int) -> list[tuple[str, Notice]]:
+        """The newest `count` notices, newest first."""
+        entries = self.redis.xrevrange(self.outbox_key, count=count)
+        return [
+            (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
+        ]
+
     # -- meta --------------------------------------------------------------------------
 
     def meta(self) -> dict[str, str]:
@@ -125,7 +139,7 @@ class SessionStore:
         self.redis.hsetnx(self.meta_key, "created", str(now_ms()))
 
 
-def _encode(record: BaseModel | Mapping[str, Any]) -> str:
+def encode_record(record: BaseModel | Mapping[str, Any]) -> str:
     data = record_to_json(record) if isinstance(record, BaseModel) else dict(record)
     data.setdefault("time", now_ms())
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

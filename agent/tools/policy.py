@@ -106,3 +106,15 @@ class AskForMarkedTools:
         if tool.requires_approval:
             return Ask(reason=f'"{tool.name}" acts outside the workspace files and needs approval.')
         return ALLOW
+
+
+@dataclass(frozen=True, slots=True)
+class AskForNamedTools:
+    """Asks before the named tools (a deployment's APPROVAL_TOOLS); allows the rest."""
+
+    names: frozenset[str]
+
+    def decide(self, tool: Tool[Any], arguments: Any, tool_call_id: str) -> Decision:
+        if tool.name in self.names:
+            return Ask(reason=f'"{tool.name}" needs a person\'s approval in this workspace.')
+        return ALLOW

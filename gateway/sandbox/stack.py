@@ -6,8 +6,10 @@ same commands a deployment runs (the Procfile's).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -115,16 +117,32 @@ class Stack:
         return self.client.post("/slack/events", content=body, headers=signed)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a process and everything it started (a worker and its work horse): a crash."""
+        """SIGKILL a process and everything it started (RQ's work horse runs in its own group)."""
         process = self.processes[name]
-        if process.poll() is None:
-            os.killpg(process.pid, 9)
-            process.wait(timeout=10)
+        for pid in [*descendants(process.pid), process.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
     def stop(self) -> None:
         self.client.close()
         for process in self.processes.values():
             _terminate(process)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, children first found last (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

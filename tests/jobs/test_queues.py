@@ -1,5 +1,5 @@
 from jobs.keys import SessionKey
-from jobs.queues import TURNS_QUEUE, clear_turn_flag, queue, schedule_turn
+from jobs.queues import TURN_TIMEOUT_GRACE_S, TURNS_QUEUE, clear_turn_flag, queue, schedule_turn
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000200")
 
@@ -14,7 +14,7 @@ def test_two_inputs_arriving_together_enqueue_one_turn(redis):
 def test_turn_jobs_get_the_configured_timeout_and_no_retry(redis):
     schedule_turn(redis, KEY, turn_timeout_s=3600)
     job = queue(redis, TURNS_QUEUE).get_jobs()[0]
-    assert job.timeout == 3600
+    assert job.timeout == 3600 + TURN_TIMEOUT_GRACE_S
     assert job.retries_left is None
 
 

@@ -1,0 +1,188 @@
+"""Turn dispatch latency, throughput and Redis bytes per turn (issue 6).
+
+    python -m bench.turns [--sessions 50] [--redis redis://127.0.0.1:6379/14]
+
+Runs real `threadline worker` processes (2 per run) against real Redis and a fake model that
+answers at once, for RQ's forking `Worker` and for `SimpleWorker`, side by side:
+
+- dispatch latency: from submitting a person's message to the model's first request;
+- turns per second: N sessions submitted together, until every one has its answer;
+- Redis bytes written per turn (INFO total_net_input_bytes) on a session that already has
+  10 and 1,000 turns behind it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from redis import Redis
+
+from agent.messages import assistant_message, user_message
+from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
+from gateway.sandbox.fake_llm import FakeLLM, Reply, text
+from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
+from jobs.control import submit_input
+from jobs.inbound import UserInput
+from jobs.keys import SessionKey
+from jobs.store import SessionStore
+
+POLL_S = 0.001
+INFO_COMMAND_BYTES = len(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
+WORKERS = 2
+
+
+class Clock:
+    """Records when the fake model first hears of each session (same process, same clock)."""
+
+    def __init__(self) -> None:
+        self.first_request: dict[str, float] = {}
+
+    def reply(self, body: dict) -> Reply:
+        marker = str(body["messages"][-1].get("content", ""))
+        self.first_request.setdefault(marker, time.perf_counter())
+        return text("done")
+
+
+def start_workers(tmp: Path, redis_url: str, slack: FakeSlack, llm: FakeLLM, worker_class: str) -> Stack:
+    stack = Stack(tmp, redis_url, slack.api_url, llm.base_url, THREADLINE_WORKER_CLASS=worker_class)
+    for index in range(WORKERS):
+        stack.spawn(f"worker{index}", [THREADLINE, "worker"])
+    return stack
+
+
+def session(slack: FakeSlack, index: int, tag: str) -> tuple[SessionKey, UserInput]:
+    root = slack.add_user_message("C1", f"{tag} {index}", user="U1")
+    key = SessionKey(team="T1", channel="C1", thread_ts=root["ts"])
+    return key, UserInput(text=f"{tag} {index}", user="U1", ts=root["ts"])
+
+
+def wait_idle(redis: Redis, keys: list[SessionKey], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    pending = set(keys)
+    while pending:
+        pending = {k for k in pending if SessionStore(redis, k).meta().get("last_turn_reason") != "completed"}
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(pending)} turns did not finish")
+        time.sleep(0.005)
+
+
+def dispatch_latency(redis: Redis, slack: FakeSlack, clock: Clock, tag: str, runs: int = 30) -> list[float]:
+    latencies = []
+    for index in range(runs + 3):
+        key, user_input = session(slack, index, tag)
+        started = time.perf_counter()
+        submit_input(redis, key, user_input, turn_timeout_s=600)
+        marker = f"<@U1>: {tag} {index}"
+        while marker not in clock.first_request:
+            time.sleep(POLL_S)
+        wait_idle(redis, [key])
+        if index >= 3:  # the first few warm the workers up
+            latencies.append((clock.first_request[marker] - started) * 1000)
+    return latencies
+
+
+def throughput(redis: Redis, slack: FakeSlack, tag: str, sessions: int) -> float:
+    pairs = [session(slack, index, tag) for index in range(sessions)]
+    started = time.perf_counter()
+    for key, user_input in pairs:
+        submit_input(redis, key, user_input, turn_timeout_s=600)
+    wait_idle(redis, [key for key, _ in pairs])
+    return sessions / (time.perf_counter() - started)
+
+
+def seed_turns(store: SessionStore, turns: int) -> None:
+    pipe_records = []
+    for n in range(turns):
+        step = f"seed-{n}"
+        pipe_records += [
+            AppendMessage(message=user_message(f"old question {n}")),
+            AppendLoopEvent(event=StepBegin(uuid=step)),
+            AppendLoopEvent(
+                event=ContentPartEvent(step_uuid=step, part=assistant_message(f"old answer {n}").content[0])
+            ),
+            AppendLoopEvent(event=StepEnd(uuid=step, finish_reason="stop")),
+            TurnEnded(turn_id=step, reason="completed"),
+        ]
+    for record in pipe_records:
+        store.append(record)
+
+
+def bytes_per_turn(
+    redis: Redis, slack: FakeSlack, llm: FakeLLM, previous_turns: int, samples: int = 5
+) -> float:
+    """Bytes Redis received for one turn and its delivery, run in this process with no workers up,
+    so nothing else is counted (INFO total_net_input_bytes counts every client)."""
+    settings = {"REDIS_URL": _url(redis), "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "fake"}
+    os.environ.update(settings, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=slack.api_url, APPROVAL_TOOLS="")
+    import gateway.delivery
+    import jobs.turn
+    from jobs import runtime
+
+    runtime.settings.cache_clear()
+    runtime.redis_client.cache_clear()
+
+    key, _ = session(slack, previous_turns, "bytes")
+    seed_turns(SessionStore(redis, key), previous_turns)
+    measured = []
+    for sample in range(samples):
+        ts = slack.add_user_message("C1", "next", user="U1", thread_ts=key.thread_ts)["ts"]
+        before = int(redis.info("stats")["total_net_input_bytes"])
+        submit_input(redis, key, UserInput(text=f"next {sample}", user="U1", ts=ts), turn_timeout_s=600)
+        jobs.turn.run_turn(str(key))
+        gateway.delivery.deliver(str(key))
+        measured.append(int(redis.info("stats")["total_net_input_bytes"]) - before - INFO_COMMAND_BYTES)
+    return statistics.median(measured)
+
+
+def _url(redis: Redis) -> str:
+    kwargs = redis.connection_pool.connection_kwargs
+    return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
+
+
+def run_class(worker_class: str, redis_url: str, sessions: int) -> dict[str, object]:
+    redis = Redis.from_url(redis_url)
+    redis.flushdb()
+    clock = Clock()
+    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM(default=clock.reply).start()
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = start_workers(Path(tmp), redis_url, slack, llm, worker_class)
+        try:
+            latencies = dispatch_latency(redis, slack, clock, f"lat-{worker_class}")
+            rate = throughput(redis, slack, f"tp-{worker_class}", sessions)
+        finally:
+            stack.stop()
+        written = {turns: bytes_per_turn(redis, slack, llm, turns) for turns in (10, 1000)}
+        slack.stop()
+        llm.stop()
+    return {"latencies": latencies, "rate": rate, "bytes": written}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    args = parser.parse_args()
+    results = {name: run_class(name, args.redis, args.sessions) for name in ("fork", "simple")}
+    print(f"{WORKERS} worker processes, model answers at once; {args.sessions} sessions for throughput")
+    print("bytes: one turn plus its delivery, in-process, median of 5 (the same code either way)")
+    print(f"{'':38}{'fork (rq.Worker)':>20}{'simple (SimpleWorker)':>24}")
+    for label, pick in [
+        ("dispatch latency median (ms)", lambda r: statistics.median(r["latencies"])),
+        ("dispatch latency p90 (ms)", lambda r: statistics.quantiles(r["latencies"], n=10)[-1]),
+        ("turns per second", lambda r: r["rate"]),
+        ("Redis bytes written, turn after 10", lambda r: r["bytes"][10]),
+        ("Redis bytes written, turn after 1,000", lambda r: r["bytes"][1000]),
+    ]:
+        print(f"{label:38}{pick(results['fork']):>20.1f}{pick(results['simple']):>24.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Finds turns whose worker died, and stops turns that ignore a cancel.
+
+A running turn renews its lease every few seconds; when a worker is killed the lease expires
+within `LEASE_TTL_MS`. Each sweep (every `JANITOR_EVERY_S`, from every worker process, one at
+a time) marks such a session `interrupted`, records the interruption on the wire log, and
+posts one notice per tool call whose result was never recorded. Nothing is re-run: the
+people in the thread decide with `!resume`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from redis import Redis
+from rq.command import send_stop_job_command
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+
+from agent.loop import ABANDONED
+from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
+from jobs.control import cancel_requested_by
+from jobs.history import load_folder
+from jobs.keys import PREFIX, SessionKey
+from jobs.lease import RUNNING_SET
+from jobs.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
+from jobs.queues import SERIALIZER, schedule_delivery
+from jobs.sessions import set_state, state_of
+from jobs.store import SessionStore, now_ms
+from jobs.summaries import short_arguments
+
+log = logging.getLogger(__name__)
+
+JANITOR_EVERY_S = 10  # with the 20 s lease, a dead worker is noticed within 30 s
+CANCEL_BACKSTOP_S = 15  # a turn still running this long after a cancel is stopped through RQ
+JANITOR_LOCK = f"{PREFIX}:janitor"
+LAST_CARD_SCAN = 200  # outbox entries to look back through for the turn's progress card
+INTERRUPTED_TEXT = (
+    "The worker running this turn stopped unexpectedly. Nothing was re-run; "
+    "`!resume` continues with the unknown results marked as such."
+)
+
+
+def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
+    """One pass; returns the sessions it marked interrupted (or cancelled)."""
+    if not redis.set(JANITOR_LOCK, "1", nx=True, px=int(every_s * 1000)):
+        return []
+    marked = []
+    for member in redis.smembers(RUNNING_SET):
+        key = SessionKey.parse(member.decode())
+        store = SessionStore(redis, key)
+        if redis.exists(store.lease_key):
+            _stop_if_ignoring_cancel(store)
+            continue
+        redis.srem(RUNNING_SET, member)
+        if state_of(store) == "running":
+            mark_interrupted(store)
+            marked.append(key)
+    return marked
+
+
+def mark_interrupted(store: SessionStore) -> None:
+    meta = store.meta()
+    turn_id = meta.get("turn_id", "unknown")
+    folder = load_folder(store)
+    for call in folder.pending_calls():
+        _notice_once(store, f"unknown:{call.id}", UnknownResultNotice(
+            turn_id=turn_id, tool_call_id=call.id, tool_name=call.name,
+            summary=short_arguments(call.name, call.arguments),
+        ))  # fmt: skip
+    if folder.open_step_uuid is not None:
+        end = AppendLoopEvent(event=StepEnd(uuid=folder.open_step_uuid, finish_reason=ABANDONED))
+        store.append(end, once_key=f"janitor:{folder.open_step_uuid}:end")
+    cancelled_by = cancel_requested_by(store.redis, store.key)
+    reason = "cancelled" if cancelled_by else "interrupted"
+    store.append(TurnEnded(turn_id=turn_id, reason=reason), once_key=f"{turn_id}:ended")
+    _close_card(store, turn_id, "cancelled" if cancelled_by else "interrupted")
+    if cancelled_by:
+        store.redis.delete(store.key.redis_key("cancel"))
+        store.post_notice(
+            CancelledNotice(turn_id=turn_id, by=cancelled_by, text=f"Stopped by <@{cancelled_by}>.")
+        )
+    else:
+        store.post_notice(InfoNotice(turn_id=turn_id, text=INTERRUPTED_TEXT))
+    set_state(store, reason, last_turn_reason=reason)
+    schedule_delivery(store.redis, store.key)
+    log.warning("session %s: turn %s %s (worker gone)", store.key, turn_id, reason)
+
+
+def _notice_once(store: SessionStore, name: str, notice: UnknownResultNotice) -> None:
+    if store.redis.set(store.key.redis_key(name), "1", nx=True, ex=7 * 24 * 3600):
+        store.post_notice(notice)
+
+
+def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
+    """Re-post the turn's last progress card in its final state; running tools become unknown."""
+    for _, notice in store.recent_notices(LAST_CARD_SCAN):
+        if isinstance(notice, ProgressNotice) and notice.card.turn_id == turn_id:
+            tools = [
+                line.model_copy(update={"state": "unknown"}) if line.state == "running" else line
+                for line in notice.card.tools
+            ]
+            card = notice.card.model_copy(update={"state": state, "tools": tools, "updated_at": time.time()})
+            store.post_notice(ProgressNotice(turn_id=turn_id, card=card))
+            return
+
+
+def _stop_if_ignoring_cancel(store: SessionStore) -> None:
+    meta = store.meta()
+    asked_at = int(meta.get("cancel_at", "0") or 0)
+    if not cancel_requested_by(store.redis, store.key) or not asked_at:
+        return
+    if now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000 or not meta.get("job"):
+        return
+    try:
+        send_stop_job_command(store.redis, meta["job"], serializer=SERIALIZER)
+        log.warning("turn job %s of %s ignored a cancel; stopped it through RQ", meta["job"], store.key)
+    except (InvalidJobOperation, NoSuchJobError):
+        pass
+    store.redis.hdel(store.meta_key, "cancel_at")

@@ -1,0 +1,55 @@
+"""The session workspace: AGENT_WORKDIR/<team>/<channel>/<thread_ts>/, created on first use.
+
+A channel can be pointed at a codebase (CHANNEL_REPOS): the workspace of each new session in
+that channel starts as a clone of the repository.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+from jobs.keys import SessionKey
+from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CLONE_TIMEOUT_S = 600  # a large repository over a slow link; a turn has an hour
+
+
+class WorkspaceError(RuntimeError):
+    """The workspace could not be prepared; the message says what to fix."""
+
+
+def workspace_path(settings: Settings, key: SessionKey) -> Path:
+    return settings.AGENT_WORKDIR.resolve() / key.team / key.channel / key.thread_ts
+
+
+def ensure_workspace(settings: Settings, key: SessionKey) -> Path:
+    path = workspace_path(settings, key)
+    repository = settings.CHANNEL_REPOS.get(key.channel)
+    if path.exists():
+        return path
+    if repository is None:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    _clone(repository, path)
+    return path
+
+
+def _clone(repository: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".cloning")
+    shutil.rmtree(partial, ignore_errors=True)  # left by a worker that died mid-clone
+    command = ["git", "clone", "--quiet", repository, str(partial)]
+    try:
+        subprocess.run(command, check=True, capture_output=True, text=True, timeout=CLONE_TIMEOUT_S)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError) as error:
+        detail = getattr(error, "stderr", None) or str(error)
+        raise WorkspaceError(
+            f"could not clone {repository} for this channel: {detail.strip()[:300]}"
+        ) from error
+    partial.rename(path)  # a crash mid-clone leaves no half workspace behind
+    log.info("cloned %s into %s", repository, path)

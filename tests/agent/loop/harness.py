@@ -1,0 +1,119 @@
+"""A turn on the real loop, tools and model client (over HTTP to the fake provider), with an
+in-memory sink at the seam where production uses Redis."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.fold import Folder, fold
+from agent.loop import Loop, LoopConfig
+from agent.messages import Message, user_message
+from agent.model.openai import OpenAICompatibleModel
+from agent.tools.executor import ToolExecutor
+from agent.tools.policy import AllowAll, PermissionPolicy
+from agent.tools.registry import default_registry, openai_tool_declarations
+from agent.turn_io import ParkedCall, ParkedStep, TurnEvent, TurnOutcome
+from agent.turn_parking import approval_check
+from agent.wire import AppendMessage, record_to_json
+
+
+@dataclass
+class MemorySink:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)
+    inbox: list[Message] = field(default_factory=list)
+    cancel: bool = False
+    parked: list[tuple[str, list[ParkedCall]]] = field(default_factory=list)
+    checkpoints: list[tuple[int, str]] = field(default_factory=list)
+
+    def record(self, record: BaseModel, once_key: str) -> str:
+        if once_key in self.keys:
+            return self.keys[once_key]
+        record_id = f"{len(self.records) + 1}-0"
+        self.records.append({**record_to_json(record), "id": record_id})
+        self.keys[once_key] = record_id
+        return record_id
+
+    def append_user(self, text: str) -> None:
+        self.record(AppendMessage(message=user_message(text)), f"user:{len(self.records)}")
+
+    def take_input(self) -> list[tuple[Message, str]]:
+        taken = []
+        for message in self.inbox:
+            record_id = self.record(AppendMessage(message=message), f"input:{id(message)}")
+            taken.append((message, record_id))
+        self.inbox = []
+        return taken
+
+    def cancel_requested(self) -> bool:
+        return self.cancel
+
+    def compacted(self, history: list[Message], through: str) -> None:
+        self.checkpoints.append((len(history), through))
+
+    def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+        self.parked.append((step_uuid, calls))
+
+    def types(self) -> list[str]:
+        return [
+            r["event"]["type"] if r["type"] == "context.append_loop_event" else r["type"]
+            for r in self.records
+        ]
+
+    def history(self) -> list[Message]:
+        return fold(self.records)
+
+
+@dataclass
+class Heard:
+    events: list[TurnEvent] = field(default_factory=list)
+
+    def report(self, event: TurnEvent) -> None:
+        self.events.append(event)
+
+
+def run_turn(
+    sink: MemorySink,
+    base_url: str,
+    workspace: Path,
+    *,
+    config: LoopConfig | None = None,
+    policy: PermissionPolicy | None = None,
+    parked: ParkedStep | None = None,
+    turn_id: str = "t1",
+    reporter: Heard | None = None,
+    during: Any = None,
+    model: Any = None,
+) -> TurnOutcome:
+    registry = default_registry()
+    policy = policy or AllowAll()
+
+    def executor(approver: Any) -> ToolExecutor:
+        return ToolExecutor(
+            registry, workspace=workspace, policy=policy, approver=approver, abort_grace_ms=300
+        )
+
+    loop = Loop(
+        model=model or OpenAICompatibleModel(base_url, "fake-model"),
+        executor_factory=executor,
+        sink=sink,
+        folder=Folder.from_records(sink.records),
+        system_prompt="test system prompt",
+        tool_declarations=openai_tool_declarations(registry),
+        needs_approval=approval_check(registry, workspace, policy),
+        config=config or LoopConfig(),
+        reporter=reporter,
+    )
+
+    async def main() -> TurnOutcome:
+        turn = asyncio.ensure_future(loop.run_turn(turn_id, parked))
+        if during is not None:
+            await during(loop)
+        return await turn
+
+    return asyncio.run(main())

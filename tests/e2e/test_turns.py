@@ -1,0 +1,195 @@
+"""Turns on real RQ worker processes: tool steps, steering, one turn at a time, cancel, crash, resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+from agent.fold import INTERRUPTED_TOOL_RESULT
+from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
+from gateway.sandbox.stack import THREADLINE, Stack
+from jobs.control import cancel, resume
+from jobs.janitor import sweep
+from tests.e2e.turns import Session
+from tests.polling import wait_for
+
+
+def tool_results(request: dict) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+
+
+def test_a_turn_with_three_tool_steps(stack: Stack, redis, fake_slack, fake_llm: FakeLLM):
+    fake_llm.script(
+        calls(("c1", "write_file", {"path": "notes.txt", "content": "one"})),
+        calls(("c2", "read_file", {"path": "notes.txt"})),
+        calls(("c3", "list_dir", {"path": "."})),
+        text("All three done."),
+    )
+    session = Session(redis, fake_slack, "take notes")
+    wait_for(lambda: "All three done." in session.bot_texts(), what="the answer")
+    assert len(fake_llm.accepted()) == 4 and fake_llm.rejected == []
+    assert "one" in tool_results(fake_llm.accepted()[2])["c2"]
+    assert session.state() == "idle"
+    cards = session.notices("progress")
+    assert [line.state for line in cards[-1].card.tools] == ["done", "done", "done"]
+    assert cards[-1].card.state == "done"
+
+
+def test_a_steer_lands_after_the_running_tool_results(
+    stack: Stack, redis, fake_slack, fake_llm: FakeLLM, tmp_path
+):
+    started = tmp_path / "started"
+    fake_llm.script(
+        calls(("c1", "shell", {"command": f"touch {started}; sleep 1; echo finished"})), text("ok")
+    )
+    session = Session(redis, fake_slack, "run the slow thing")
+    wait_for(started.exists, what="the tool to start")
+    assert session.say("also check the logs") == "inbox"
+    wait_for(lambda: len(fake_llm.accepted()) == 2, what="the next model request")
+    messages = fake_llm.accepted()[1]["messages"]
+    assert [m["role"] for m in messages[-3:]] == ["assistant", "tool", "user"]
+    assert "finished" in messages[-2]["content"]
+    assert messages[-1]["content"].endswith("also check the logs")
+    wait_for(lambda: session.state() == "idle", what="the turn to end")
+    assert [r["type"] for r in session.wire()].count("turn.steer") == 1
+
+
+def test_two_inputs_together_run_one_turn_at_a_time(
+    tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
+):
+    stack = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, APPROVAL_TOOLS="").start(
+        workers=2
+    )
+    try:
+        gate = threading.Event()
+        in_flight = []
+
+        def reply(body: dict) -> Reply:
+            in_flight.append(1)
+            return Reply(text="answer", gate=gate)
+
+        fake_llm.default = reply
+        session = Session(redis, fake_slack, "first")
+        session.say("second")
+        wait_for(lambda: len(in_flight) >= 1, what="a model request")
+        assert len(in_flight) == 1  # the second job found the session leased
+        gate.set()
+        wait_for(lambda: session.state() == "idle" and not session.store.redis.llen(session.store.inbox_key),
+                 what="all input answered")  # fmt: skip
+        user_texts = [m.text() for m in session.history() if m.role == "user"]
+        assert [t.split(": ", 1)[1] for t in user_texts] == ["first", "second"]
+    finally:
+        stack.stop()
+
+
+def test_cancel_during_a_long_shell_kills_it_and_stops_the_turn(
+    stack: Stack, redis, fake_slack, fake_llm, tmp_path
+):
+    pid_file = tmp_path / "pid"
+    fake_llm.script(calls(("c1", "shell", {"command": f"echo $$ > {pid_file}; sleep 60", "timeout": 120})))
+    session = Session(redis, fake_slack, "long build")
+    wait_for(pid_file.exists, what="the shell to start")
+    result = cancel(redis, session.key, by="W222")
+    assert result.ok
+    wait_for(lambda: session.state() == "cancelled", what="the turn to stop")
+    pid = int(pid_file.read_text())
+    wait_for(lambda: not _alive(pid), timeout=5, what="the shell process to be gone")
+    assert len(fake_llm.requests) == 1
+    wait_for(lambda: any(t.startswith("Stopped by <@W222>") for t in session.bot_texts()), what="the notice")
+    results = [r for r in session.wire() if r.get("event", {}).get("type") == "tool.result"]
+    assert "The user manually interrupted" in results[0]["event"]["result"]["output"]
+
+
+def test_worker_killed_during_a_tool_then_resumed(
+    tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
+):
+    marker = tmp_path / "ran"
+    command = f"echo $$ >> {marker}; sleep 60"
+    stack = Stack(
+        tmp_path,
+        redis_url,
+        fake_slack.api_url,
+        fake_llm.base_url,
+        APPROVAL_TOOLS="",
+        LEASE_TTL_SECONDS="3",
+        JANITOR_INTERVAL_SECONDS="1",
+    ).start()
+    try:
+        fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 120})))
+        session = Session(redis, fake_slack, "deploy it")
+        wait_for(marker.exists, what="the command to start")
+        stack.kill("worker0")
+        wait_for(lambda: sweep(redis) or session.state() == "interrupted", timeout=40, what="the janitor")
+        unknown = session.notices("unknown_result")
+        assert [(n.tool_call_id, n.tool_name) for n in unknown] == [("c1", "shell")]
+        assert unknown[0].summary.startswith("command: echo $$ >>")
+
+        stack.spawn("worker1", [THREADLINE, "worker"])
+        fake_llm.script(text("I could not confirm the deploy; it may or may not have run."))
+        assert resume(redis, session.key, by="W222", turn_timeout_s=600).ok
+        wait_for(lambda: session.state() == "idle", what="the resumed turn")
+        sent = fake_llm.accepted()[-1]
+        assert INTERRUPTED_TOOL_RESULT in tool_results(sent)["c1"]
+        assert len(marker.read_text().split()) == 1  # the command ran once
+        assert len(session.notices("unknown_result")) == 1
+    finally:
+        for pid in marker.read_text().split() if marker.exists() else []:
+            if _alive(int(pid)):
+                os.kill(int(pid), signal.SIGKILL)
+        stack.stop()
+
+
+def test_a_turn_that_hits_its_time_limit_says_so(
+    tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
+):
+    stack = Stack(
+        tmp_path,
+        redis_url,
+        fake_slack.api_url,
+        fake_llm.base_url,
+        APPROVAL_TOOLS="",
+        TURN_TIMEOUT_SECONDS="2",
+    ).start()
+    try:
+        fake_llm.script(calls(("c1", "shell", {"command": "sleep 30", "timeout": 60})))
+        session = Session(redis, fake_slack, "slow")
+        wait_for(
+            lambda: any("time limit" in t for t in session.bot_texts()),
+            timeout=20,
+            what="the time-limit notice",
+        )
+        assert session.state() == "failed"
+        assert len(fake_llm.requests) == 1
+    finally:
+        stack.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def test_the_forking_worker_class_runs_turns_too(
+    tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
+):
+    stack = Stack(
+        tmp_path,
+        redis_url,
+        fake_slack.api_url,
+        fake_llm.base_url,
+        APPROVAL_TOOLS="",
+        THREADLINE_WORKER_CLASS="fork",
+    ).start()
+    try:
+        runner = tmp_path / "runner"
+        fake_llm.script(calls(("c1", "shell", {"command": f"echo $PPID > {runner}"})), text("listed"))
+        session = Session(redis, fake_slack, "list")
+        wait_for(lambda: "listed" in session.bot_texts(), what="the answer from a forked work horse")
+        assert int(runner.read_text()) != stack.processes["worker0"].pid  # the tool ran in a work horse
+    finally:
+        stack.stop()

@@ -1,0 +1,69 @@
+from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
+from jobs.control import cancel, resume, status, submit_input
+from jobs.inbound import UserInput
+from jobs.janitor import mark_interrupted
+from jobs.keys import SessionKey
+from jobs.queues import TURNS_QUEUE, queue
+from jobs.sessions import latest_session, set_state
+from jobs.store import SessionStore
+
+KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500")
+
+
+def submit(redis, text="hi", ts="1700000000.000500", user="U1"):
+    return submit_input(redis, KEY, UserInput(text=text, user=user, ts=ts), turn_timeout_s=60)
+
+
+def test_cancelling_a_queued_turn_removes_its_job(redis):
+    submit(redis)
+    assert len(queue(redis, TURNS_QUEUE)) == 1
+    result = cancel(redis, KEY, by="U1")
+    assert result.ok
+    assert len(queue(redis, TURNS_QUEUE)) == 0
+    store = SessionStore(redis, KEY)
+    assert store.meta()["state"] == "cancelled"
+    assert [r["type"] for r in store.read_wire()][-2:] == ["turn.cancel", "turn.ended"]
+    assert [n.kind for _, n in store.notices()] == ["cancelled"]
+
+
+def test_cancel_with_nothing_running_says_so(redis):
+    assert cancel(redis, KEY, by="U1").message == "Nothing is running in that thread."
+
+
+def test_resume_only_from_a_stopped_state(redis):
+    submit(redis)
+    assert not resume(redis, KEY, by="U1", turn_timeout_s=60).ok  # queued
+    store = SessionStore(redis, KEY)
+    set_state(store, "idle")
+    assert "Nothing to resume" in resume(redis, KEY, by="U1", turn_timeout_s=60).message
+    set_state(store, "interrupted")
+    redis.delete(KEY.redis_key("queued"))
+    assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok
+    assert store.meta()["state"] == "queued" and store.meta()["resume_requested"] == "U1"
+
+
+def test_the_janitor_names_each_call_without_a_result_once(redis):
+    store = SessionStore(redis, KEY)
+    submit(redis)
+    store.append(AppendLoopEvent(event=StepBegin(uuid="s1")))
+    for call_id in ("a", "b"):
+        call = ToolCallEvent(
+            step_uuid="s1", tool_call_id=call_id, name="shell", args={"command": f"make {call_id}"}
+        )
+        store.append(AppendLoopEvent(event=call))
+    set_state(store, "running", turn_id="t1")
+    mark_interrupted(store)
+    mark_interrupted(store)  # a second sweep must not repeat the notices
+    unknown = [n for _, n in store.notices() if n.kind == "unknown_result"]
+    assert [(n.tool_call_id, n.summary) for n in unknown] == [
+        ("a", "command: make a"),
+        ("b", "command: make b"),
+    ]
+    assert store.meta()["state"] == "interrupted"
+
+
+def test_status_and_latest_session(redis):
+    submit(redis, user="U7")
+    assert status(redis, KEY).state == "queued" and status(redis, KEY).owner == "U7"
+    assert latest_session(redis, "T1", "C1", "U7") == KEY
+    assert latest_session(redis, "T1", "C1", "U8") is None
