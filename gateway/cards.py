@@ -1,4 +1,5 @@
-"""One progress card per turn: posted with the first snapshot, then edited with the latest one.
+"""One progress card per turn: posted once there is something to show (a tool call, a note),
+then edited with the latest snapshot.
 
 Edits of a running card come at most every `EDIT_EVERY_S`; a snapshot that arrives sooner is
 kept as the card's pending snapshot and shown by a delivery scheduled for when the card may
@@ -46,6 +47,11 @@ class Cards:
         if applied and stream_order(applied) >= stream_order(notice_id):
             return
         ts = self.ledger.ts(entry)
+        if ts is None and not (card.tools or card.note):
+            # Nothing to show yet but "working": the status says that without a message, and a
+            # turn that only thinks and answers leaves no card behind.
+            self._shown(entry, notice_id, notice)
+            return
         if ts is None:
             ts, posted = self.poster.post_once(entry, self._message(notice))
             if posted:

@@ -56,9 +56,9 @@ def unknown_result(notice: UnknownResultNotice, session: SessionKey) -> SlackMes
 
 
 def cancelled(notice: CancelledNotice, session: SessionKey) -> SlackMessage:
-    text = f":black_square_for_stop: {notice.text}"
     resume = buttons.button(buttons.RESUME, "Resume", buttons.ButtonValue(session), style="primary")
-    return SlackMessage(text=text, blocks=[section(text), buttons.actions(resume)])
+    shown = section(f":black_square_for_stop: {notice.text}")
+    return SlackMessage(text=notice.text, blocks=[shown, buttons.actions(resume)])
 
 
 def approval_request(notice: ApprovalRequestNotice, session: SessionKey) -> SlackMessage:
