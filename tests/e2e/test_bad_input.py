@@ -105,7 +105,9 @@ def post(stack: Stack, body: bytes, content_type: str, *, sign: bool = True):
 
 
 def recorded(redis) -> tuple[list[bytes], int, int]:
-    return sorted(redis.keys("tl:*")), redis.llen("rq:queue:turns"), redis.llen("rq:queue:slack")
+    """Sessions, dedupe keys and queued jobs: what a request could have written (not the janitor's)."""
+    keys = redis.keys("tl:{*") + redis.keys("tl:dedupe:*") + redis.keys("tl:recent:*")
+    return sorted(keys), redis.llen("rq:queue:turns"), redis.llen("rq:queue:slack")
 
 
 @pytest.mark.parametrize("name", list(CASES))
