@@ -87,6 +87,7 @@ class ApprovalRequestNotice(_Notice):
     tool_call_id: str
     tool_name: str
     summary: str
+    details: str | None = None  # the call's full arguments: a person approves what they can read
     reason: str | None = None
 
 

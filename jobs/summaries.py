@@ -44,3 +44,19 @@ def _parse(arguments: str | None) -> Any:
 def _cut(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+DETAILS_CHARS = 2_500  # fits a Slack section (3,000) with the code fence around it
+
+
+def full_arguments(name: str, arguments: str | None, limit: int = DETAILS_CHARS) -> str:
+    """What a person must read to approve a call: the key argument whole, else pretty JSON."""
+    parsed = _parse(arguments)
+    key = KEY_ARGUMENT.get(name)
+    if isinstance(parsed, dict) and key in parsed and len(parsed) == 1:
+        text = str(parsed[key])
+    elif parsed is None:
+        text = arguments or ""
+    else:
+        text = json.dumps(parsed, ensure_ascii=False, indent=2)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -19,7 +19,7 @@ from jobs.lease import Lease, LeaseLost
 from jobs.notices import ApprovalRequestNotice
 from jobs.queues import schedule_delivery
 from jobs.store import SessionStore
-from jobs.summaries import short_arguments
+from jobs.summaries import full_arguments, short_arguments
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ class RedisTurnSink:
             for parked in calls
         ]
         ApprovalStore(self.store).park(approvals)
+        parked_by_id = {parked.call.id: parked.call for parked in calls}
         self.store.set_meta(parked_step=step_uuid)
         for approval in approvals:
             self.store.post_notice(
@@ -91,6 +92,7 @@ class RedisTurnSink:
                     tool_call_id=approval.tool_call_id,
                     tool_name=approval.tool_name,
                     summary=approval.summary,
+                    details=full_arguments(approval.tool_name, parked_by_id[approval.tool_call_id].arguments),
                     reason=approval.reason,
                 )
             )

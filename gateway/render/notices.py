@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.render import buttons
-from gateway.render.text import context, escape, inline_code, section
+from gateway.render.text import code_sections, context, escape, inline_code, section
 from jobs.keys import SessionKey
 from jobs.notices import (
     ApprovalDecidedNotice,
@@ -64,7 +64,7 @@ def cancelled(notice: CancelledNotice, session: SessionKey) -> SlackMessage:
 def approval_request(notice: ApprovalRequestNotice, session: SessionKey) -> SlackMessage:
     text = _approval_question(notice)
     value = buttons.ButtonValue(session, approval_id=notice.approval_id)
-    blocks = [section(text)]
+    blocks = code_sections(text, notice.details, max_blocks=3) if notice.details else [section(text)]
     if notice.reason:
         blocks.append(context(escape(notice.reason)))
     blocks.append(
@@ -101,14 +101,12 @@ def compaction(notice: CompactionNotice) -> SlackMessage:
     if notice.state == "started":
         return SlackMessage(text=":compression: Compacting the conversation…")
     if notice.state == "failed":
-        return SlackMessage(text=f":warning: Compaction failed: {escape(notice.detail or 'unknown error')}")
-    numbers = []
-    if notice.compacted is not None:
-        numbers.append(f"{notice.compacted} messages summarised")
+        reason = escape(notice.detail or "unknown error")
+        return SlackMessage(text=f":warning: Compaction failed; kept the full history. ({reason})")
+    numbers = [f"{notice.compacted} messages → 1 summary"] if notice.compacted is not None else []
     if notice.tokens_before is not None and notice.tokens_after is not None:
         numbers.append(f"{notice.tokens_before:,} → {notice.tokens_after:,} tokens")
-    detail = f" ({', '.join(numbers)})" if numbers else ""
-    return SlackMessage(text=f":compression: Compacted the conversation{detail}.")
+    return SlackMessage(text=f":compression: Compacted: {', '.join(numbers) or 'done'}.")
 
 
 def error(notice: ErrorNotice) -> SlackMessage:

@@ -108,7 +108,7 @@ def test_every_other_kind_renders_to_text():
     done = CompactionNotice(state="done", compacted=12, tokens_before=90_000, tokens_after=20_000)
     assert (
         render.compaction(done).text
-        == ":compression: Compacted the conversation (12 messages summarised, 90,000 → 20,000 tokens)."
+        == ":compression: Compacted: 12 messages → 1 summary, 90,000 → 20,000 tokens."
     )
     assert "Compacting" in render.compaction(CompactionNotice(state="started")).text
     assert "boom" in render.compaction(CompactionNotice(state="failed", detail="boom")).text
