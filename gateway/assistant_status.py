@@ -35,9 +35,11 @@ class AssistantStatus:
         fresh = time.time() - set_at < REFRESH_AFTER_S
         if fresh and self.ledger.note(STATUS_TEXT) == text:
             return
+        # Noted before the call: a call whose answer is lost may still have set the status,
+        # and then it must be cleared at the end like any other.
+        self.ledger.set_note(STATUS_TEXT, text)
         if self._set(text):
             self.ledger.set_note(STATUS_AT, f"{time.time():.3f}")
-            self.ledger.set_note(STATUS_TEXT, text)
         deliver_later(self.store.redis, self.store.key, "status", REFRESH_AFTER_S)
 
     def refresh_if_due(self) -> None:

@@ -42,9 +42,13 @@ def _manifest(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from gateway.worker import work
+    from gateway.worker import supervise, work
 
-    work(Settings.load().require(*WORKER_SETTINGS), burst=args.burst, worker_class=args.worker_class)
+    settings = Settings.load().require(*WORKER_SETTINGS)
+    if args.role == "all":
+        passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
+        return supervise(args.turn_workers, passthrough)
+    work(settings, role=args.role, burst=args.burst, worker_class=args.worker_class)
     return 0
 
 
@@ -69,6 +73,18 @@ def _parser() -> argparse.ArgumentParser:
         choices=("fork", "simple"),
         default=os.environ.get("THREADLINE_WORKER_CLASS", "simple"),
         help="SimpleWorker (default: no fork per job) or RQ's forking Worker",
+    )
+    worker.add_argument(
+        "--turn-workers",
+        type=int,
+        default=int(os.environ.get("THREADLINE_TURN_WORKERS", "1")),
+        help="turn workers beside the delivery worker (default 1)",
+    )
+    worker.add_argument(
+        "--role",
+        choices=("all", "turns", "delivery"),
+        default="all",
+        help="all (default): a delivery worker and the turn workers, as child processes",
     )
     worker.set_defaults(run=_worker)
     run = commands.add_parser("run", help="run web and worker together in the foreground")

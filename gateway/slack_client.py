@@ -20,5 +20,8 @@ def web_client(settings: Settings, *, retry_handlers: list[RetryHandler] | None 
             RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
         ]
     return WebClient(
-        token=settings.SLACK_BOT_TOKEN, base_url=settings.SLACK_API_URL, timeout=15, retry_handlers=handlers
+        token=settings.SLACK_BOT_TOKEN,
+        base_url=settings.SLACK_API_URL,
+        timeout=settings.SLACK_TIMEOUT_SECONDS,
+        retry_handlers=handlers,
     )

@@ -1,4 +1,9 @@
-"""The `worker` process: RQ's own worker on the `slack` and `turns` queues.
+"""The `worker` process: RQ's own workers, one on the `slack` queue and N on `turns`.
+
+Deliveries get a worker of their own: a turn holds its worker for minutes, and progress cards,
+answers and notices of other threads must not wait behind it. `threadline worker` supervises one
+delivery worker and `--turn-workers` turn workers as child processes; scale out by running more
+`worker` processes.
 
 It lives at the top layer because it composes both job modules. They, the tool schemas and
 httpx's transport are loaded here once: with SimpleWorker (the default) every job reuses them,
@@ -9,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import threading
 
 from redis import Redis
@@ -17,6 +23,7 @@ from rq import SimpleWorker, Worker
 import gateway.delivery
 import jobs.compaction_job
 import jobs.turn
+from gateway.processes import run_together
 from jobs import janitor, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
@@ -42,7 +49,18 @@ def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
 WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
 
 
-def work(settings: Settings, *, burst: bool = False, worker_class: str = "fork") -> None:
+ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
+
+
+def supervise(turn_workers: int, passthrough: list[str]) -> int:
+    """Run the delivery worker and the turn workers as children; stop all when one stops."""
+    me = [sys.executable, "-m", "gateway.cli", "worker", *passthrough]
+    commands = {"delivery": [*me, "--role", "delivery"]}
+    commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
+    return run_together(commands)
+
+
+def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
@@ -55,7 +73,7 @@ def work(settings: Settings, *, burst: bool = False, worker_class: str = "fork")
     for name in LAZY_TRANSPORT_MODULES:
         importlib.import_module(name)
     redis = Redis.from_url(settings.REDIS_URL or "")
-    queues = [queue(redis, SLACK_QUEUE), queue(redis, TURNS_QUEUE)]  # deliveries first: they are short
+    queues = [queue(redis, name) for name in ROLE_QUEUES[role]]
     stop = threading.Event()
     threading.Thread(
         target=_janitor,

@@ -24,6 +24,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_APP_TOKEN": "an app-level token (xapp-…) with connections:write, for Socket Mode",
     "SLACK_API_URL": "the base URL of the Slack Web API, ending in a slash",
     "SLACK_COMMAND": "the slash command name, starting with '/'",
+    "SLACK_TIMEOUT_SECONDS": "how long to wait for a Slack Web API answer (seconds)",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
     "LLM_BASE_URL": "the base URL of an OpenAI-compatible API, e.g. https://api.moonshot.ai/v1",
@@ -57,6 +58,7 @@ class Settings(BaseSettings):
     SLACK_APP_TOKEN: str | None = None
     SLACK_API_URL: str = SLACK_DEFAULT_API_URL
     SLACK_COMMAND: str = "/agent"
+    SLACK_TIMEOUT_SECONDS: int = Field(default=15, gt=0)
     REDIS_URL: str | None = None
     PORT: int = Field(default=3000, ge=1, le=65535)
     LLM_BASE_URL: str | None = None
