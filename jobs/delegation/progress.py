@@ -46,7 +46,9 @@ class CardReporter(ProgressReporter):
     def __init__(self, store: SessionStore, turn_id: str, resume: TurnCard | None = None) -> None:
         super().__init__(store, turn_id)
         self.base_steps = 0
-        if resume is not None:
+        if resume is None:  # a new card: lines of earlier cards' sub-agents do not belong on it
+            store.redis.delete(store.key.redis_key("card_children"))
+        else:
             self.card = resume.model_copy(update={"state": "running", "note": None})
             self.base_steps = resume.steps
 

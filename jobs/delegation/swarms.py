@@ -25,6 +25,7 @@ from jobs.lua import lua
 from jobs.store import SessionStore
 
 _MESSAGES = TypeAdapter(list[Message])
+SWARM_TTL_S = 7 * 24 * 3600  # a swarm whose parent was stopped leaves nothing behind for longer
 
 # -1: this item's outcome was already recorded; otherwise how many items have ended.
 _ITEM_DONE = """
@@ -58,6 +59,8 @@ class Swarm:
         pipe.delete(self.key, self.next_key)
         pipe.hset(self.key, mapping=fields)
         pipe.rpush(self.next_key, *range(len(request.children)))
+        pipe.expire(self.key, SWARM_TTL_S)
+        pipe.expire(self.next_key, SWARM_TTL_S)
         pipe.execute()
 
     def start_next(self, turn_timeout_s: int) -> bool:
@@ -82,13 +85,21 @@ class Swarm:
         return True
 
     def item_ended(self, index: int, outcome: ChildOutcome, turn_timeout_s: int) -> None:
-        """Record an item's outcome and start the next item; the last one answers the call."""
+        """Record an item's outcome and start the next item; the last one answers the call.
+
+        Once nobody waits for the call (the parent was stopped), no further item starts.
+        """
+        waits = StepWaits(self.parent)
+        if not waits.is_pending(self.call_id):
+            self.clear()
+            return
         done = lua(self.redis, _ITEM_DONE)(keys=[self.key], args=[index, json.dumps(asdict(outcome))])
         if done == -1:
             return
         self.start_next(turn_timeout_s)
         if int(done) >= int(self.redis.hget(self.key, "total") or 0):
-            StepWaits(self.parent).complete(self.call_id, self.result(), turn_timeout_s=turn_timeout_s)
+            waits.complete(self.call_id, self.result(), turn_timeout_s=turn_timeout_s)
+            self.clear()
 
     def result(self) -> ToolResult:
         fields = {k.decode(): v.decode() for k, v in self.redis.hgetall(self.key).items()}

@@ -118,6 +118,10 @@ class StepWaits:
         parked = self.parked()
         return parked is not None and parked.results is not None
 
+    def is_pending(self, tool_call_id: str) -> bool:
+        value = self.store.redis.hget(self.key, tool_call_id)
+        return value is not None and value.decode() == PENDING
+
     def pending_calls(self) -> list[str]:
         return [name for name, value in self._fields().items() if value == PENDING]
 
