@@ -17,7 +17,7 @@ from agent.tools import texts
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
 from jobs.approvals import ApprovalStore, Decision
 from jobs.delegation.approvals import approval_route
-from jobs.delegation.children import active_children
+from jobs.delegation.children import active_children, forget_child
 from jobs.delegation.progress import close_card
 from jobs.delegation.waits import StepWaits
 from jobs.history import load_folder
@@ -84,6 +84,7 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
     """Stop the session's turn, and every sub-agent it started (theirs too, all the way down)."""
     for child in active_children(redis, key):
         cancel(redis, child, by=by)
+        forget_child(redis, key, child)  # stopped: nothing is left to wait for or to cancel again
     store = SessionStore(redis, key)
     state = state_of(store)
     if state == "running":

@@ -29,7 +29,7 @@ from jobs import runtime
 from jobs.approvals import ApprovalStore
 from jobs.control import cancel, cancel_flag_key, cancel_requested_by
 from jobs.delegation.approvals import forward_approvals
-from jobs.delegation.children import active_children, child_info
+from jobs.delegation.children import active_children, child_info, forget_child
 from jobs.delegation.endings import child_turn_ended
 from jobs.delegation.progress import CardReporter, stored_card
 from jobs.delegation.waits import ParkedWait, StepWaits
@@ -264,6 +264,7 @@ class TurnJob:
             info = child_info(SessionStore(self.store.redis, child))
             if info is not None and info.mode != "background":
                 cancel(self.store.redis, child, by=by or "threadline")
+                forget_child(self.store.redis, self.store.key, child)
         child_turn_ended(self.store, outcome, turn_timeout_s=self.settings.TURN_TIMEOUT_SECONDS)
 
     def _closing_notices(self, outcome: TurnOutcome, by: str | None) -> list[Notice]:

@@ -121,4 +121,8 @@ def start(store: SessionStore, turn_timeout_s: int) -> None:
 
 
 def finished(redis: Redis, info: ChildInfo, key: SessionKey) -> None:
-    redis.srem(children_key(info.parent), str(key))
+    forget_child(redis, info.parent, key)
+
+
+def forget_child(redis: Redis, parent: SessionKey, child: SessionKey) -> None:
+    redis.srem(children_key(parent), str(child))
