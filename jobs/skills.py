@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 from redis import Redis
 
-from agent.skills import Skill, SkillCatalog, activation_message, session_skill_roots
+from agent.skills import Skill, SkillCatalog, SkillRoot, activation_message, session_skill_roots
 from jobs.control import ControlResult, submit_input
 from jobs.inbound import UserInput
 from jobs.keys import SessionKey
@@ -45,11 +45,15 @@ class SkillListing(BaseModel):
         return "\n".join(lines)
 
 
-def session_catalog(settings: Settings, key: SessionKey) -> SkillCatalog:
+def session_catalog(settings: Settings, key: SessionKey | None) -> SkillCatalog:
+    """The session's skills; without a session, the shared ones only."""
+    if key is None:
+        roots = [SkillRoot(settings.SHARED_SKILLS_DIR, "shared")] if settings.SHARED_SKILLS_DIR else []
+        return SkillCatalog.load(roots)
     return SkillCatalog.load(session_skill_roots(workspace_path(settings, key), settings.SHARED_SKILLS_DIR))
 
 
-def list_skills(settings: Settings, key: SessionKey) -> SkillListing:
+def list_skills(settings: Settings, key: SessionKey | None) -> SkillListing:
     catalog = session_catalog(settings, key)
     return SkillListing(
         skills=[

@@ -47,6 +47,11 @@ def test_the_listing_shows_who_may_invoke_each_skill_and_the_broken_files(tmp_pa
     assert "Skills that could not be read:" in listing.text()
 
 
+def test_without_a_session_only_shared_skills_are_listed(tmp_path: Path):
+    listing = list_skills(settings_with_skills(tmp_path), None)
+    assert [s.name for s in listing.skills] == ["lint", "notes"] and listing.errors == []
+
+
 def test_a_person_invokes_a_user_only_skill_and_it_starts_a_turn(redis, tmp_path: Path):
     settings = settings_with_skills(tmp_path)
     result = invoke_skill(redis, settings, KEY, "deploy", "staging", by="W9", ts="1700000000.000200")
