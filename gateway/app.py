@@ -2,34 +2,60 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
+from pydantic import ValidationError
+from redis import Redis
 from redis.exceptions import RedisError
 from slack_bolt import App, BoltResponse
+from slack_bolt.error import BoltUnhandledRequestError
 
-from gateway.listeners import mentions
+from gateway.deps import Deps
+from gateway.listeners import actions, agent_session, commands, mentions, messages, shortcuts
+from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# What a malformed payload raises while a listener reads it: the sender's error, answered 400.
+BAD_PAYLOAD_ERRORS = (InvalidPayload, ValidationError, KeyError, TypeError, AttributeError)
+QUIET_EVENTS = ("assistant_thread_started", "assistant_thread_context_changed")
 
-def build_app(settings: Settings, redis: Any) -> App:
+
+def build_app(settings: Settings, redis: Redis) -> App:
+    client = web_client(settings)
     app = App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
-        client=web_client(settings),
+        client=client,
         # Listeners only write to Redis (milliseconds), so they finish before Slack gets its
         # 200: an input Slack saw acknowledged is already durable.
         process_before_response=True,
         token_verification_enabled=False,
+        # A verified request nothing listens for is acknowledged (not 404): Slack counts 404s
+        # against the app, and a Socket Mode envelope left unacknowledged is delivered again.
+        raise_error_for_unhandled_request=True,
     )
-    mentions.register(app, settings, redis)
+    deps = Deps.build(settings, redis, client)
+    for listeners in (mentions, messages, commands, actions, shortcuts, agent_session):
+        listeners.register(app, deps)
+    for event in QUIET_EVENTS:  # subscribed by the manifest's agent view; nothing to do yet
+        app.event(event)(lambda: None)
     app.error(_answer_errors)
     return app
 
 
+NOT_HANDLED = "threadline does not handle that."
+
+
 def _answer_errors(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:
+    if isinstance(error, BoltUnhandledRequestError):
+        log.info("nothing handles %s; acknowledged", body.get("type") or body.get("command") or "request")
+        interactive = "command" in body or body.get("type") in ("shortcut", "message_action", "block_actions")
+        _acknowledge(response, NOT_HANDLED if interactive else None)
+        return
     if isinstance(error, RedisError):
         # Not acknowledged, so Slack retries the event: nothing is lost while Redis is away.
         log.error(
@@ -37,6 +63,31 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
             error,
             body.get("event_id"),
         )
-        response.status = 503
+        _answer(response, 503, "Redis is unavailable; retry later")
+        return
+    if isinstance(error, BAD_PAYLOAD_ERRORS):
+        log.warning("invalid payload (%s: %s); nothing recorded", type(error).__name__, error)
+        _answer(response, 400, f"invalid payload: {_described(error)}")
         return
     log.exception("listener failed for event %s", body.get("event_id"), exc_info=error)
+
+
+def _described(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
+    if isinstance(error, KeyError):
+        return f"{error.args[0]} is missing"
+    return str(error)
+
+
+def _acknowledge(response: BoltResponse, text: str | None) -> None:
+    response.status = 200
+    response.body = json.dumps({"text": text, "response_type": "ephemeral"}) if text else ""
+    response.headers["content-type"] = ["application/json" if text else "text/plain"]
+
+
+def _answer(response: BoltResponse, status: int, message: str) -> None:
+    response.status = status
+    response.body = json.dumps({"ok": False, "error": message})
+    response.headers["content-type"] = ["application/json"]

@@ -9,7 +9,8 @@ import sys
 from jobs.settings import Settings, SettingsError
 
 WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
-WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL", "LLM_BASE_URL", "LLM_MODEL")
+SOCKET_SETTINGS = ("SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "REDIS_URL")
+WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL")  # no LLM_BASE_URL: the demo model answers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,9 +23,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _web(args: argparse.Namespace) -> int:
+    if args.socket:
+        from gateway.socket_mode import serve_socket
+
+        serve_socket(Settings.load().require(*SOCKET_SETTINGS))
+        return 0
     from gateway.server import serve
 
     serve(Settings.load().require(*WEB_SETTINGS))
+    return 0
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from gateway.manifest import manifest_json
+
+    print(manifest_json(Settings.load(), request_url=args.url, socket=args.socket, name=args.name))
     return 0
 
 
@@ -46,7 +59,8 @@ def _run(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="threadline", description="A Slack gateway for a coding agent.")
     commands = parser.add_subparsers(required=True, metavar="command")
-    web = commands.add_parser("web", help="serve POST /slack/events on $PORT")
+    web = commands.add_parser("web", help="serve POST /slack/events on $PORT (or Socket Mode)")
+    web.add_argument("--socket", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
     web.set_defaults(run=_web)
     worker = commands.add_parser("worker", help="run RQ workers for the turns and slack queues")
     worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
@@ -59,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     worker.set_defaults(run=_worker)
     run = commands.add_parser("run", help="run web and worker together in the foreground")
     run.set_defaults(run=_run)
+    manifest = commands.add_parser("manifest", help="print the Slack app manifest (JSON)")
+    manifest.add_argument("--url", default=None, help="public base URL of the web process (HTTP mode)")
+    manifest.add_argument("--socket", action="store_true", help="a manifest for Socket Mode")
+    manifest.add_argument("--name", default="threadline", help="the app's name in Slack")
+    manifest.set_defaults(run=_manifest)
     return parser
 
 

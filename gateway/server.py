@@ -7,6 +7,8 @@ gthread keeps them off any event loop, and Bolt's sync App is the best-trodden B
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -14,10 +16,14 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_sdk.signature import SignatureVerifier
 
 from gateway.app import build_app
+from gateway.request_shape import body_problem, signed
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
+
+log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 WEB_WORKERS = int(os.environ.get("WEB_CONCURRENCY", "2"))  # one per core on the reference machine
@@ -27,11 +33,11 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def wsgi_app(settings: Settings) -> WSGIApp:
-    handler = SlackRequestHandler(build_app(settings, redis_from_url(settings.REDIS_URL or "")))
+    events = _EventsEndpoint(settings)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == EVENTS_PATH and environ.get("REQUEST_METHOD") == "POST":
-            return handler(environ, start_response)
+            return events(environ, start_response)
         if environ.get("PATH_INFO") == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]
@@ -39,6 +45,45 @@ def wsgi_app(settings: Settings) -> WSGIApp:
         return [b"not found\n"]
 
     return app
+
+
+class _EventsEndpoint:
+    """POST /slack/events: Bolt's adapter, behind a check that the body is one Bolt can read."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.handler = SlackRequestHandler(build_app(settings, redis_from_url(settings.REDIS_URL or "")))
+        self.verifier = SignatureVerifier(settings.SLACK_SIGNING_SECRET or "")
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        body = _read_body(environ)
+        problem = body_problem(body, environ.get("CONTENT_TYPE", ""))
+        if problem is None:
+            try:
+                return self.handler(environ, start_response)
+            except Exception as error:  # Bolt choking on a shape Slack never sends
+                problem = f"the request could not be read ({type(error).__name__})"
+                log.warning("%s", problem, exc_info=True)
+        if not signed(self.verifier, body, environ):
+            return _plain(start_response, "401 Unauthorized", "invalid request signature")
+        return _plain(start_response, "400 Bad Request", f"invalid payload: {problem}")
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    """Read the body once and put it back, so Bolt's adapter reads the same bytes."""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    body = environ["wsgi.input"].read(length) if length > 0 else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return body
+
+
+def _plain(start_response: Callable[..., Any], status: str, text: str) -> list[bytes]:
+    data = json.dumps({"ok": False, "error": text}).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+    return [data]
 
 
 class _Gunicorn(BaseApplication):

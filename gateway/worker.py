@@ -28,14 +28,14 @@ PRELOADED_JOB_MODULES = (jobs.turn, jobs.compaction_job, gateway.delivery)
 LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
 
 
-def _janitor(redis: Redis, stop: threading.Event) -> None:
+def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
     """Every worker process sweeps (one at a time, under a lock), so no extra process is needed."""
     while True:
         try:
-            janitor.sweep(redis)
+            janitor.sweep(redis, every_s)
         except Exception:  # Redis away for a moment: the next sweep tries again
             logging.getLogger(__name__).warning("janitor sweep failed", exc_info=True)
-        if stop.wait(janitor.JANITOR_EVERY_S):
+        if stop.wait(every_s):
             return
 
 
@@ -46,6 +46,11 @@ def work(settings: Settings, *, burst: bool = False, worker_class: str = "fork")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
+    if not settings.LLM_BASE_URL:
+        logging.getLogger(__name__).warning(
+            "LLM_BASE_URL is not set: turns use the built-in demo model (scripted)"
+        )
+    runtime.build_model(settings)
     jobs.turn.tool_setup()
     for name in LAZY_TRANSPORT_MODULES:
         importlib.import_module(name)
@@ -53,7 +58,9 @@ def work(settings: Settings, *, burst: bool = False, worker_class: str = "fork")
     queues = [queue(redis, SLACK_QUEUE), queue(redis, TURNS_QUEUE)]  # deliveries first: they are short
     stop = threading.Event()
     threading.Thread(
-        target=_janitor, args=(redis_from_url(settings.REDIS_URL or ""), stop), daemon=True
+        target=_janitor,
+        args=(redis_from_url(settings.REDIS_URL or ""), stop, settings.JANITOR_INTERVAL_SECONDS),
+        daemon=True,
     ).start()
     try:
         worker = WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)

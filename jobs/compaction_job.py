@@ -44,7 +44,7 @@ def run_manual_compaction(session_key: str, by: str) -> str:
     redis = runtime.redis_client()
     settings = runtime.settings()
     store = SessionStore(redis, key)
-    lease = Lease.acquire(store, owner="compaction")
+    lease = Lease.acquire(store, owner="compaction", ttl_ms=int(settings.LEASE_TTL_SECONDS * 1000))
     if lease is None:
         _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
         return "busy"

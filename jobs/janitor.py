@@ -42,9 +42,9 @@ INTERRUPTED_TEXT = (
 )
 
 
-def sweep(redis: Redis) -> list[SessionKey]:
+def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
     """One pass; returns the sessions it marked interrupted (or cancelled)."""
-    if not redis.set(JANITOR_LOCK, "1", nx=True, px=JANITOR_EVERY_S * 1000):
+    if not redis.set(JANITOR_LOCK, "1", nx=True, px=int(every_s * 1000)):
         return []
     marked = []
     for member in redis.smembers(RUNNING_SET):

@@ -21,7 +21,7 @@ from jobs.store import SessionStore
 log = logging.getLogger(__name__)
 
 LEASE_TTL_MS = 20_000  # a dead worker's session is noticed within this plus one janitor sweep
-HEARTBEAT_EVERY_S = LEASE_TTL_MS / 4000  # four renewals per TTL: one slow Redis call is survivable
+HEARTBEATS_PER_TTL = 4  # one slow Redis call is survivable
 RUNNING_SET = f"{PREFIX}:running"  # sessions that hold (or held) a lease, for the janitor
 
 _RENEW = """
@@ -47,24 +47,25 @@ class LeaseLost(RuntimeError):
 
 
 class Lease:
-    def __init__(self, store: SessionStore, token: str) -> None:
+    def __init__(self, store: SessionStore, token: str, ttl_ms: int = LEASE_TTL_MS) -> None:
         self.store = store
         self.token = token
+        self.ttl_ms = ttl_ms
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def acquire(cls, store: SessionStore, owner: str = "") -> Lease | None:
+    def acquire(cls, store: SessionStore, owner: str = "", ttl_ms: int = LEASE_TTL_MS) -> Lease | None:
         token = f"{owner}:{uuid.uuid4().hex}"
         redis: Redis = store.redis
-        if not redis.set(store.lease_key, token, nx=True, px=LEASE_TTL_MS):
+        if not redis.set(store.lease_key, token, nx=True, px=ttl_ms):
             return None
         redis.sadd(RUNNING_SET, str(store.key))
-        return cls(store, token)
+        return cls(store, token, ttl_ms)
 
     def renew(self) -> bool:
-        renewed = lua(self.store.redis, _RENEW)(keys=[self.store.lease_key], args=[self.token, LEASE_TTL_MS])
+        renewed = lua(self.store.redis, _RENEW)(keys=[self.store.lease_key], args=[self.token, self.ttl_ms])
         if not renewed:
             self.lost.set()
         return bool(renewed)
@@ -88,7 +89,7 @@ class Lease:
         self._stop.set()
 
     def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_EVERY_S):
+        while not self._stop.wait(self.ttl_ms / 1000 / HEARTBEATS_PER_TTL):
             try:
                 if not self.renew():
                     log.error("lost the lease of %s; the turn stops writing", self.store.key)

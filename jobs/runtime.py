@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from functools import cache
 
+import httpx
 from redis import Redis
 
 from agent.model.base import ChatModel
+from agent.model.demo import DemoModel
 from agent.model.openai import OpenAICompatibleModel
 from agent.model.retrying import RetryingModel
 from jobs.settings import Settings
@@ -28,6 +30,12 @@ def redis_from_url(url: str) -> Redis:
 
 
 def build_model(config: Settings) -> ChatModel:
-    config.require("LLM_BASE_URL", "LLM_MODEL")
-    client = OpenAICompatibleModel(config.LLM_BASE_URL or "", config.LLM_MODEL or "", config.LLM_API_KEY)
+    """The configured OpenAI-compatible endpoint, or the scripted demo model when there is none."""
+    if not config.LLM_BASE_URL:
+        return DemoModel()
+    config.require("LLM_MODEL")
+    timeout = httpx.Timeout(connect=10.0, read=config.LLM_TIMEOUT_SECONDS, write=30.0, pool=10.0)
+    client = OpenAICompatibleModel(
+        config.LLM_BASE_URL, config.LLM_MODEL or "", config.LLM_API_KEY, timeout=timeout
+    )
     return RetryingModel(client)

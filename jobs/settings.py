@@ -30,6 +30,7 @@ EXPECTED: dict[str, str] = {
     "LLM_API_KEY": "the API key for LLM_BASE_URL",
     "LLM_MODEL": "the model name to request, e.g. kimi-k2-0905-preview",
     "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
+    "LLM_TIMEOUT_SECONDS": "how long to wait for the model's next bytes before retrying (seconds)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": "comma-separated user ids (U…) or user-group ids (S…) who may act on any session",
@@ -39,6 +40,8 @@ EXPECTED: dict[str, str] = {
     "APPROVAL_TOOLS": "comma-separated tool names that need a person's approval before they run",
     "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
+    "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
+    "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
 }
@@ -62,9 +65,12 @@ class Settings(BaseSettings):
     LLM_API_KEY: str | None = None
     LLM_MODEL: str | None = None
     LLM_CONTEXT_WINDOW: int = Field(default=128_000, gt=0)
+    LLM_TIMEOUT_SECONDS: float = Field(default=300, gt=0)
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
+    LEASE_TTL_SECONDS: float = Field(default=20, gt=0)
+    JANITOR_INTERVAL_SECONDS: float = Field(default=10, gt=0)
     SLACK_OPERATORS: str = ""
     SLACK_ALLOWED_CHANNELS: str = ""
     SLACK_ALLOWED_USERS: str = ""

@@ -80,7 +80,7 @@ def run_turn(session_key: str) -> str:
     redis = runtime.redis_client()
     clear_turn_flag(redis, key)
     store = SessionStore(redis, key)
-    lease = Lease.acquire(store, owner="turn")
+    lease = Lease.acquire(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
     if lease is None:
         return "busy: another turn holds the session and takes this input"
     timeout = runtime.settings().TURN_TIMEOUT_SECONDS

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from redis import Redis
 
 from gateway.sandbox.fake_llm import FakeLLM
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.stack import BOT_TOKEN
+from gateway.sandbox.stack import BOT_TOKEN, Stack
 
 # Never the developer's REDIS_URL: these tests flush the database they are given.
 TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -46,3 +47,10 @@ def fake_llm() -> Iterator[FakeLLM]:
     fake = FakeLLM().start()
     yield fake
     fake.stop()
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM) -> Iterator[Stack]:
+    running = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, APPROVAL_TOOLS="").start()
+    yield running
+    running.stop()

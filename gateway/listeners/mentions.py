@@ -7,24 +7,29 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 
-from gateway.threads import session_key_for, strip_bot_mention
-from jobs.control import submit_input
-from jobs.inbound import UserInput
-from jobs.settings import Settings
+from gateway import payload
+from gateway.deps import Deps
+from gateway.inbound import Said, take
+from gateway.listeners.messages import author
+from gateway.threads import strip_bot_mention
 
 log = logging.getLogger(__name__)
 
 
-def register(app: App, settings: Settings, redis: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
-        team_id = body.get("team_id") or context.team_id or ""
-        key = session_key_for(team_id, event)
-        user_input = UserInput(
-            text=strip_bot_mention(event.get("text", ""), context.bot_user_id),
-            user=event.get("user", ""),
-            ts=event["ts"],
-            event_id=body.get("event_id"),
+        user = author(deps, event, context)
+        if user is None:
+            return
+        said = Said(
+            team=payload.optional_text(body, "team_id") or context.team_id or "",
+            channel=payload.text(event, "channel"),
+            user=user,
+            ts=payload.text(event, "ts"),
+            thread_ts=payload.optional_text(event, "thread_ts"),
+            text=strip_bot_mention(payload.optional_text(event, "text") or "", context.bot_user_id),
+            event_id=payload.optional_text(body, "event_id"),
+            addressed=True,
         )
-        where = submit_input(redis, key, user_input, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
-        log.info("mention %s in %s → %s", body.get("event_id"), key, where)
+        log.info("mention %s in %s → %s", body.get("event_id"), said.key, take(deps, said))

@@ -216,6 +216,11 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
+        def do_GET(self) -> None:
+            if not self.path.rstrip("/").endswith("/models"):
+                return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+            self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
         def do_POST(self) -> None:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._json(404, {"error": {"message": "not found", "type": "not_found"}})

@@ -28,6 +28,7 @@ MAX_MARKDOWN_BLOCK_CHARS = 12_000
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 TEAM_ID = "T111"
+APP_TOKEN = "xapp-sandbox-token"
 
 
 @dataclass
@@ -40,6 +41,9 @@ class Fault:
     error: str | None = None
     retry_after: int | None = None
     delay_s: float = 0.0
+    # Do the work, then wait `delay_s` before answering (normally): a post that succeeded but
+    # whose answer the caller may never read.
+    after_work: bool = False
 
 
 @dataclass
@@ -60,6 +64,13 @@ class FakeState:
     uploads: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    usergroups: dict[str, list[str]] = field(default_factory=dict)  # S… → member user ids
+    uploaded: dict[str, bytes] = field(default_factory=dict)  # file id → bytes sent to upload_url
+    # Slack refuses some messages as msg_too_long well below its documented limits; a test
+    # can lower these to make the fake do the same.
+    text_limit: int = MAX_TEXT_CHARS
+    markdown_limit: int = MAX_MARKDOWN_BLOCK_CHARS
+    app_token: str = APP_TOKEN
     lock: threading.RLock = field(default_factory=threading.RLock)
 
 
@@ -78,6 +89,7 @@ class FakeSlack:
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
         self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = _methods(self)
+        self._socket_mode: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -87,8 +99,20 @@ class FakeSlack:
         return self
 
     def stop(self) -> None:
+        if self._socket_mode is not None:
+            self._socket_mode.stop()
         self._server.shutdown()
         self._server.server_close()
+
+    @property
+    def socket_mode(self) -> Any:
+        """The Socket Mode server `apps.connections.open` points at (started on first use)."""
+        with self.state.lock:
+            if self._socket_mode is None:
+                from gateway.sandbox.fake_socket_mode import FakeSocketMode
+
+                self._socket_mode = FakeSocketMode().start()
+            return self._socket_mode
 
     @property
     def url(self) -> str:
@@ -175,11 +199,10 @@ class FakeSlack:
         self, method: str, args: dict[str, Any], token: str | None
     ) -> tuple[int, dict[str, Any], dict]:
         fault = self._take_fault(method)
-        if fault is not None:
+        if fault is not None and not fault.after_work:
             return self._fault_answer(method, args, fault)
         try:
-            if method not in ("api.test",) and token != self.state.bot_token:
-                raise SlackError("invalid_auth")
+            _check_token(method, token, self.state)
             handler = self.methods.get(method)
             if handler is None:
                 raise SlackError("unknown_method")
@@ -188,6 +211,8 @@ class FakeSlack:
             self._log(method, args, error.error)
             return error.status, {"ok": False, "error": error.error}, {}
         self._log(method, args, "ok")
+        if fault is not None:
+            time.sleep(fault.delay_s)
         return 200, body, {}
 
     def _fault_answer(self, method: str, args: dict[str, Any], fault: Fault) -> tuple[int, dict, dict]:
@@ -201,6 +226,21 @@ class FakeSlack:
     def _log(self, method: str, args: dict[str, Any], outcome: str) -> None:
         with self.state.lock:
             self.state.calls.append(Call(method=method, args=args, at=time.time(), outcome=outcome))
+
+
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+
+
+def _check_token(method: str, token: str | None, state: FakeState) -> None:
+    """Slack's token rules: app-level methods take the xapp token, everything else the bot's."""
+    if method == "api.test":
+        return
+    expected = state.app_token if method in APP_TOKEN_METHODS else state.bot_token
+    if token == expected:
+        return
+    if token in (state.app_token, state.bot_token):
+        raise SlackError("not_allowed_token_type")
+    raise SlackError("invalid_auth")
 
 
 def _ts_key(ts: str) -> tuple[int, int]:
@@ -226,6 +266,8 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if path.startswith("/response/"):
                 return self._response_url(path, raw)
+            if path.startswith("/upload/"):
+                return self._upload(path.removeprefix("/upload/"), raw)
             if not path.startswith("/api/"):
                 return self._send(404, {"ok": False, "error": "not_found"}, {})
             try:
@@ -254,6 +296,18 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 fake.state.responses.append({"path": path, **payload})
             self._send(200, {"ok": True}, {})
 
+        def _upload(self, file_id: str, raw: bytes) -> None:
+            with fake.state.lock:
+                known = file_id in fake.state.uploads
+                if known:
+                    fake.state.uploaded[file_id] = raw
+            data = f"OK - {len(raw)}".encode() if known else b"file not found"
+            self.send_response(200 if known else 404)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
@@ -273,7 +327,7 @@ def _parse_args(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
         args.update(json.loads(raw or b"{}"))
     elif raw and "multipart/form-data" not in content_type:
         args.update(parse_qsl(raw.decode()))
-    for name in ("blocks", "attachments", "metadata"):
+    for name in ("blocks", "attachments", "metadata", "files", "loading_messages"):
         if isinstance(args.get(name), str):
             try:
                 args[name] = json.loads(args[name])

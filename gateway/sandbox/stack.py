@@ -19,12 +19,16 @@ from typing import Any
 
 import httpx
 
+from gateway.sandbox.fake_slack import APP_TOKEN
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 BOT_TOKEN = "xoxb-sandbox-token"
 SIGNING_SECRET = "sandbox-signing-secret"
 READY_TIMEOUT_S = 20
 THREADLINE = shutil.which("threadline", path=str(Path(sys.executable).parent)) or "threadline"
+# The checkout this module belongs to: its subprocesses must run the same code as the caller,
+# not whatever checkout the `threadline` script was installed from (an editable install).
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -52,15 +56,24 @@ class Stack:
             "LLM_API_KEY": "sk-test",
             "AGENT_WORKDIR": str(tmp_path / "workspaces"),
             "WEB_CONCURRENCY": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(SOURCE_ROOT), os.environ.get("PYTHONPATH")])),
             **env,
         }
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=10)
 
-    def start(self, *, workers: int = 1) -> Stack:
-        self.spawn("web", [THREADLINE, "web"])
+    def start(self, *, workers: int = 1, socket_mode: Any = None) -> Stack:
+        """Start web and workers; with `socket_mode` (a FakeSocketMode), web dials out to it."""
+        if socket_mode is None:
+            self.spawn("web", [THREADLINE, "web"])
+        else:
+            self.env.setdefault("SLACK_APP_TOKEN", APP_TOKEN)
+            self.spawn("web", [THREADLINE, "web", "--socket"])
         for index in range(workers):
             self.spawn(f"worker{index}", [THREADLINE, "worker"])
+        if socket_mode is not None:
+            socket_mode.wait_connected(READY_TIMEOUT_S)
+            return self
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not self._web_ready():
             if time.monotonic() > deadline:

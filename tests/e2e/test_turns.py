@@ -107,7 +107,15 @@ def test_worker_killed_during_a_tool_then_resumed(
 ):
     marker = tmp_path / "ran"
     command = f"echo $$ >> {marker}; sleep 60"
-    stack = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, APPROVAL_TOOLS="").start()
+    stack = Stack(
+        tmp_path,
+        redis_url,
+        fake_slack.api_url,
+        fake_llm.base_url,
+        APPROVAL_TOOLS="",
+        LEASE_TTL_SECONDS="3",
+        JANITOR_INTERVAL_SECONDS="1",
+    ).start()
     try:
         fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 120})))
         session = Session(redis, fake_slack, "deploy it")

@@ -88,6 +88,7 @@ def run_turn(
     turn_id: str = "t1",
     reporter: Heard | None = None,
     during: Any = None,
+    model: Any = None,
 ) -> TurnOutcome:
     registry = default_registry()
     policy = policy or AllowAll()
@@ -98,7 +99,7 @@ def run_turn(
         )
 
     loop = Loop(
-        model=OpenAICompatibleModel(base_url, "fake-model"),
+        model=model or OpenAICompatibleModel(base_url, "fake-model"),
         executor_factory=executor,
         sink=sink,
         folder=Folder.from_records(sink.records),

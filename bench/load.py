@@ -1,0 +1,124 @@
+"""Many sessions at once through the whole product (issue 9).
+
+    python -m bench.load [--sessions 200] [--workers 4] [--model-ms 200]
+
+Sends N signed `app_mention` events (each a new thread) to the real `web` process as fast as
+it takes them; `--workers` real `threadline worker` processes run the turns against a fake
+model that takes `--model-ms` per call and asks for one tool step per turn (so two model calls
+per turn). Reports turns per second, p50 / p99 time from mention to the answer in its thread,
+Redis memory per session, and whether any input was lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from redis import Redis
+
+from bench.mention_latency import mention_body
+from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN, Stack
+from jobs.keys import SessionKey
+from jobs.store import SessionStore
+
+ANSWER = "done with this one"
+CHANNELS = 50  # Slack paces posts per channel (~1/s); a real workload spreads over channels
+SEND_THREADS = 16
+
+
+def model(delay_s: float):
+    def reply(body: dict) -> Reply:
+        answered = any(m["role"] == "tool" for m in body["messages"])
+        result = text(ANSWER) if answered else calls(("c1", "list_dir", {"path": "."}))
+        result.delay_s = delay_s
+        return result
+
+    return reply
+
+
+def answer_times(slack: FakeSlack) -> dict[str, float]:
+    """thread ts → when its answer was posted (the fake's own record of the call)."""
+    times: dict[str, float] = {}
+    for call in slack.calls("chat.postMessage"):
+        if call.outcome == "ok" and ANSWER in str(call.args):
+            times.setdefault(str(call.args.get("thread_ts")), call.at)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--model-ms", type=float, default=200)
+    parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    args = parser.parse_args()
+    redis = Redis.from_url(args.redis)
+    redis.flushdb()
+    slack = FakeSlack(bot_token=BOT_TOKEN).start()
+    llm = FakeLLM(default=model(args.model_ms / 1000)).start()
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="").start(
+            workers=args.workers
+        )
+        try:
+            memory_before = int(redis.info("memory")["used_memory"])
+            roots = [
+                slack.add_user_message("C111", f"<@{BOT_USER_ID}> job {i}", user="W222")
+                for i in range(args.sessions)
+            ]
+            sent: dict[str, float] = {}
+
+            def send(index: int) -> int:
+                root = roots[index]
+                sent[root["ts"]] = time.time()
+                body = mention_body(root["ts"], index)
+                body["event"]["channel"] = root["channel"]
+                return stack.send_event(body).status_code
+
+            started = time.time()
+            with ThreadPoolExecutor(SEND_THREADS) as pool:
+                statuses = list(pool.map(send, range(args.sessions)))
+            deadline = time.time() + 60 + args.sessions * args.model_ms / 1000
+            while len(answer_times(slack)) < args.sessions and time.time() < deadline:
+                time.sleep(0.1)
+            answered = answer_times(slack)
+            finished = max(answered.values(), default=time.time())
+            memory_after = int(redis.info("memory")["used_memory"])
+            lost = _lost_inputs(redis, roots)
+        finally:
+            stack.stop()
+    slack.stop()
+    llm.stop()
+    latencies = sorted((answered[ts] - sent[ts]) * 1000 for ts in answered)
+    print(f"{args.sessions} sessions in {CHANNELS} channels, {args.workers} workers")
+    print(f"model: {args.model_ms:.0f} ms per call, 2 calls per turn (one tool step)")
+    print(f"HTTP 200 for {statuses.count(200)} of {len(statuses)} mentions; answered {len(answered)}")
+    print(f"turns per second: {len(answered) / (finished - started):.1f}")
+    if latencies:
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        print(f"mention → answer: p50 {statistics.median(latencies):.0f} ms, p99 {p99:.0f} ms")
+    print(f"Redis memory per session: {(memory_after - memory_before) / args.sessions / 1024:.1f} KiB")
+    print(f"inputs lost: {lost} (sessions whose wire log lacks exactly one user message)")
+
+
+def _lost_inputs(redis: Redis, roots: list[dict]) -> int:
+    lost = 0
+    for root in roots:
+        key = SessionKey(team="T111", channel=root["channel"], thread_ts=root["ts"])
+        wire = SessionStore(redis, key).read_wire()
+        users = [r for r in wire if r["type"] == "context.append_message" and r["message"]["role"] == "user"]
+        lost += len(users) != 1
+    return lost
+
+
+if __name__ == "__main__":
+    main()

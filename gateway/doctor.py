@@ -1,0 +1,113 @@
+"""`threadline doctor`: one line per dependency, with the fix when something is wrong."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+from redis import Redis
+from slack_sdk.errors import SlackApiError
+
+from gateway.slack_client import web_client
+from jobs.settings import Settings
+
+CHECK_TIMEOUT_S = 5
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    name: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        mark = "ok  " if self.ok else "FAIL"
+        fix = f" -- fix: {self.fix}" if self.fix and not self.ok else ""
+        return f"{mark} {self.name:<10} {self.detail}{fix}"
+
+
+def check_redis(settings: Settings) -> Check:
+    if not settings.REDIS_URL:
+        return Check(
+            False, "redis", "REDIS_URL is not set", "set REDIS_URL, or use `threadline sandbox` (embedded)"
+        )
+    try:
+        info = Redis.from_url(settings.REDIS_URL, socket_connect_timeout=CHECK_TIMEOUT_S).info("server")
+    except Exception as error:
+        return Check(
+            False, "redis", f"{settings.REDIS_URL}: {error}", "start redis-server or correct REDIS_URL"
+        )
+    return Check(True, "redis", f"{settings.REDIS_URL} (Redis {info.get('redis_version', '?')})")
+
+
+def check_slack(settings: Settings) -> Check:
+    if not settings.SLACK_BOT_TOKEN:
+        return Check(
+            False, "slack", "SLACK_BOT_TOKEN is not set", "copy the bot token from OAuth & Permissions"
+        )
+    try:
+        identity = web_client(settings, retry_handlers=[]).auth_test()
+    except SlackApiError as error:
+        code = error.response.get("error", "error")
+        return Check(
+            False, "slack", f"auth.test answered {code}", "check SLACK_BOT_TOKEN (xoxb-…) and SLACK_API_URL"
+        )
+    except Exception as error:
+        return Check(
+            False, "slack", f"{settings.SLACK_API_URL}: {error}", "check SLACK_API_URL and the network"
+        )
+    return Check(
+        True,
+        "slack",
+        f"bot {identity.get('user_id')} in team {identity.get('team_id')} ({identity.get('team')})",
+    )
+
+
+def check_model(settings: Settings) -> Check:
+    if not settings.LLM_BASE_URL:
+        return Check(True, "model", "no LLM_BASE_URL: the built-in demo model answers (scripted)")
+    if not settings.LLM_MODEL:
+        return Check(False, "model", "LLM_MODEL is not set", "set LLM_MODEL to a model your endpoint serves")
+    headers = {"Authorization": f"Bearer {settings.LLM_API_KEY}"} if settings.LLM_API_KEY else {}
+    url = settings.LLM_BASE_URL.rstrip("/") + "/models"
+    try:
+        response = httpx.get(url, headers=headers, timeout=CHECK_TIMEOUT_S)
+    except httpx.HTTPError as error:
+        return Check(False, "model", f"{url}: {error!r}", "check LLM_BASE_URL and the network")
+    if response.status_code in (401, 403):
+        return Check(False, "model", f"{url} answered {response.status_code}", "check LLM_API_KEY")
+    if response.status_code >= 400 and response.status_code != 404:
+        return Check(False, "model", f"{url} answered {response.status_code}", "check LLM_BASE_URL")
+    return Check(True, "model", f"{settings.LLM_BASE_URL} answers; model {settings.LLM_MODEL}")
+
+
+def check_workspace(settings: Settings) -> Check:
+    root = settings.AGENT_WORKDIR
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root):
+            pass
+    except OSError as error:
+        return Check(
+            False, "workspace", f"{root}: {error.strerror}", "set AGENT_WORKDIR to a writable directory"
+        )
+    return Check(True, "workspace", f"{root.resolve()} is writable ({_free_gb(root):.1f} GB free)")
+
+
+def _free_gb(path: os.PathLike[str]) -> float:
+    stats = os.statvfs(path)
+    return stats.f_bavail * stats.f_frsize / 1e9
+
+
+CHECKS: tuple[Callable[[Settings], Check], ...] = (check_redis, check_slack, check_model, check_workspace)
+
+
+def run_doctor(settings: Settings, out: Callable[[str], None] = print) -> int:
+    results = [check(settings) for check in CHECKS]
+    for result in results:
+        out(result.line())
+    return 0 if all(result.ok for result in results) else 1

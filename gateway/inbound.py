@@ -1,0 +1,78 @@
+"""A message someone wrote in Slack, on its way to a session: dedupe, controls, allowlists, submit.
+
+Both the `app_mention` and the `message` listener end here, so the twin deliveries of one
+@mention in a thread meet at the same dedupe keys and produce one input.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from slack_sdk.errors import SlackApiError
+
+from gateway.controls import act, thread_word
+from gateway.deps import Deps
+from jobs.control import submit_input
+from jobs.dedupe import claim, delivery_keys, release
+from jobs.inbound import UserInput
+from jobs.keys import SessionKey
+from jobs.sessions import session_exists
+
+log = logging.getLogger(__name__)
+
+NOT_ALLOWED = "You can't start the agent here: this channel or your account is not on its allowlist."
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message that may become input. `addressed`: an @mention or a DM, spoken to the agent."""
+
+    team: str
+    channel: str
+    user: str
+    ts: str
+    thread_ts: str | None
+    text: str
+    event_id: str | None
+    addressed: bool
+
+    @property
+    def key(self) -> SessionKey:
+        return SessionKey(team=self.team, channel=self.channel, thread_ts=self.thread_ts or self.ts)
+
+
+def take(deps: Deps, said: Said) -> str:
+    """Record what was said; returns what happened, for the log line."""
+    key = said.key
+    if not said.addressed and not session_exists(deps.redis, key):
+        return "ignored: a thread without a session"
+    claimed = claim(deps.redis, delivery_keys(said.team, said.event_id, said.channel, said.ts))
+    if not claimed.fresh:
+        return "duplicate"
+    try:
+        return _handle(deps, said, key)
+    except Exception:
+        release(deps.redis, claimed)  # not recorded: let Slack's retry through
+        raise
+
+
+def _handle(deps: Deps, said: Said, key: SessionKey) -> str:
+    verb = thread_word(said.text)
+    if verb is not None:
+        tell(deps, key, said.user, act(deps, verb, key, said.user))
+        return f"control {verb}"
+    if not deps.authz.may_start(said.channel, said.user):
+        if said.addressed:
+            tell(deps, key, said.user, NOT_ALLOWED)
+        return "refused: not on the allowlist"
+    user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
+    return submit_input(deps.redis, key, user_input, turn_timeout_s=deps.turn_timeout_s)
+
+
+def tell(deps: Deps, key: SessionKey, user: str, text: str) -> None:
+    """An ephemeral line in the thread for one person; failing to send it never undoes the act."""
+    try:
+        deps.client.chat_postEphemeral(channel=key.channel, user=user, text=text, thread_ts=key.thread_ts)
+    except SlackApiError as error:
+        log.warning("could not tell %s in %s: %s", user, key, error.response.get("error"))

@@ -1,0 +1,103 @@
+"""Button clicks: Stop, Resume, Approve / Deny, Inspect, each answered to the clicker alone.
+
+The answer goes to the click's `response_url` as an ephemeral message (the card itself changes
+through notices, for everyone). A second click on a decided approval is a no-op that says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+
+from gateway import payload
+from gateway.controls import act
+from gateway.deps import Deps
+from gateway.render import buttons
+from gateway.render.text import code_sections
+from jobs.approvals import Decision
+from jobs.control import decide_approval
+from jobs.sessions import session_exists
+from jobs.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+STALE = "That button no longer belongs to a session here."
+Handler = Callable[[Deps, buttons.ButtonValue, str], str | list[dict[str, Any]]]
+
+
+def register(app: App, deps: Deps) -> None:
+    handlers: dict[str, Handler] = {
+        buttons.STOP: lambda d, v, user: act(d, "cancel", v.session, user),
+        buttons.RESUME: lambda d, v, user: act(d, "resume", v.session, user),
+        buttons.APPROVE: lambda d, v, user: _decide(d, v, user, "approved"),
+        buttons.DENY: lambda d, v, user: _decide(d, v, user, "denied"),
+        buttons.INSPECT: _inspect,
+    }
+    for action_id, handler in handlers.items():
+        app.action(action_id)(_listener(deps, handler))
+
+
+def _listener(deps: Deps, handler: Handler) -> Callable[..., None]:
+    def on_click(ack: Ack, body: dict[str, Any], action: dict[str, Any], respond: Respond) -> None:
+        ack()
+        user = payload.text(payload.section(body, "user"), "id")
+        value = buttons.ButtonValue.decode(action.get("value"))
+        if value is None or value.session.team != _team(body):
+            return _tell(respond, STALE)
+        outcome = handler(deps, value, user)
+        log.info("%s by %s on %s", action.get("action_id"), user, value.session)
+        _tell(respond, outcome)
+
+    return on_click
+
+
+def _team(body: Mapping[str, Any]) -> str | None:
+    team = body.get("team")
+    if isinstance(team, Mapping) and isinstance(team.get("id"), str):
+        return team["id"]
+    return payload.optional_text(payload.section(body, "user"), "team_id")
+
+
+def _tell(respond: Respond, outcome: str | list[dict[str, Any]]) -> None:
+    if isinstance(outcome, str):
+        respond(text=outcome, response_type="ephemeral", replace_original=False)
+    else:
+        respond(text="Tool call arguments", blocks=outcome, response_type="ephemeral", replace_original=False)
+
+
+def _decide(deps: Deps, value: buttons.ButtonValue, user: str, decision: Decision) -> str:
+    key = value.session
+    if not value.approval_id or not session_exists(deps.redis, key):
+        return STALE
+    if not deps.authz.may_act(key, user):
+        return deps.authz.refusal(key)
+    return decide_approval(
+        deps.redis, key, value.approval_id, decision, by=user, turn_timeout_s=deps.turn_timeout_s
+    ).message
+
+
+def _inspect(deps: Deps, value: buttons.ButtonValue, user: str) -> str | list[dict[str, Any]]:
+    arguments = tool_call_arguments(SessionStore(deps.redis, value.session), value.tool_call_id or "")
+    if arguments is None:
+        return "That call is not in the session's history any more."
+    name, text = arguments
+    return code_sections(f"Arguments of `{name}` (call `{value.tool_call_id}`):", text)
+
+
+def tool_call_arguments(store: SessionStore, tool_call_id: str) -> tuple[str, str] | None:
+    """The tool's name and its full arguments as the model sent them, from the wire log."""
+    for record in store.read_wire():
+        event = record.get("event") if record.get("type") == "context.append_loop_event" else None
+        if not isinstance(event, dict) or event.get("type") != "tool.call":
+            continue
+        if event.get("tool_call_id") == tool_call_id:
+            raw = event.get("arguments")
+            text = (
+                raw if isinstance(raw, str) else json.dumps(event.get("args"), indent=2, ensure_ascii=False)
+            )
+            return str(event.get("name")), text
+    return None

@@ -1,0 +1,33 @@
+"""`agent_session_stopped`: Slack's own Stop button on an agent session in "processing"."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import App, BoltContext
+
+from gateway import payload
+from gateway.controls import act
+from gateway.deps import Deps
+from gateway.inbound import tell
+from jobs.dedupe import claim, delivery_keys
+from jobs.keys import SessionKey
+
+log = logging.getLogger(__name__)
+
+
+def register(app: App, deps: Deps) -> None:
+    @app.event("agent_session_stopped")
+    def on_stopped(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
+        key = SessionKey(
+            team=payload.optional_text(body, "team_id") or context.team_id or "",
+            channel=payload.text(event, "channel"),
+            thread_ts=payload.text(event, "thread_ts"),
+        )
+        user = payload.text(event, "user")
+        if not claim(deps.redis, delivery_keys(key.team, body.get("event_id"), None, None)).fresh:
+            return
+        outcome = act(deps, "cancel", key, user)
+        log.info("native stop by %s on %s → %s", user, key, outcome)
+        tell(deps, key, user, outcome)

@@ -1,0 +1,88 @@
+"""`/agent` (SLACK_COMMAND): cancel, resume, status, compact, help, answered ephemerally.
+
+Slack never delivers a slash command typed inside a thread, so the thread comes as a pasted
+link; without one, `cancel`, `resume` and `status` act on the caller's most recent session in
+the channel the command was typed in. The answer is the command's own ephemeral response,
+given within Slack's 3 seconds because every action is a few Redis calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import Ack, App
+
+from gateway import payload
+from gateway.controls import Verb, act
+from gateway.deps import Deps
+from gateway.links import parse_thread_link
+from jobs.keys import SessionKey
+from jobs.sessions import latest_session
+
+log = logging.getLogger(__name__)
+
+VERBS: dict[str, Verb] = {"cancel": "cancel", "stop": "cancel", "resume": "resume", "status": "status"}
+LINK_OPTIONAL: frozenset[Verb] = frozenset({"cancel", "resume", "status"})
+
+
+def help_text(command: str) -> str:
+    return "\n".join(
+        [
+            f"*{command}* controls the agent's sessions (one per thread). Paste the thread's link "
+            "(⋯ → Copy link on any of its messages):",
+            f"• `{command} cancel [link]` stops the running turn (default: your latest session here)",
+            f"• `{command} resume [link]` continues a stopped or interrupted session",
+            f"• `{command} status [link]` tells what a session is doing",
+            f"• `{command} compact <link>` summarises a long conversation to free context",
+            f"• `{command} help` shows this",
+            "In a thread you can also type `!stop`, `!resume`, `!status` or `!compact`.",
+        ]
+    )
+
+
+def register(app: App, deps: Deps) -> None:
+    command = deps.settings.SLACK_COMMAND
+
+    @app.command(command)
+    def on_command(ack: Ack, body: dict[str, Any]) -> None:
+        ack(text=answer(deps, body, command), response_type="ephemeral")
+
+
+def answer(deps: Deps, body: dict[str, Any], command: str) -> str:
+    words = (payload.optional_text(body, "text") or "").split()
+    name = words[0].lower() if words else "help"
+    if name == "compact":
+        return _run(deps, body, "compact", words[1:], command)
+    verb = VERBS.get(name)
+    if verb is None:
+        prefix = "" if name == "help" else f"Unknown subcommand `{name}`.\n"
+        return prefix + help_text(command)
+    return _run(deps, body, verb, words[1:], command)
+
+
+def _run(deps: Deps, body: dict[str, Any], verb: Verb, rest: list[str], command: str) -> str:
+    team, channel = payload.text(body, "team_id"), payload.text(body, "channel_id")
+    user = payload.text(body, "user_id")
+    key, problem = _target(deps, team, channel, user, verb, rest, command)
+    if key is None:
+        return problem
+    result = act(deps, verb, key, user)
+    log.info("%s %s by %s on %s → %s", command, verb, user, key, result)
+    return result
+
+
+def _target(
+    deps: Deps, team: str, channel: str, user: str, verb: Verb, rest: list[str], command: str
+) -> tuple[SessionKey | None, str]:
+    if rest:
+        ref = parse_thread_link(rest[0])
+        if ref is None:
+            return None, f"`{rest[0]}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."
+        return SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts), ""
+    if verb not in LINK_OPTIONAL:
+        return None, f"Which thread? `{command} {verb} <link to the thread>`"
+    latest = latest_session(deps.redis, team, channel, user)
+    if latest is None:
+        return None, "You have no agent session in this channel. Give a thread link to pick one."
+    return latest, ""

@@ -1,0 +1,97 @@
+"""`message`: follow-ups in a session's thread, DMs, and edits/deletes of waiting input.
+
+Handled on purpose (README "Message subtypes"): plain messages, `thread_broadcast` (a reply
+also sent to the channel), `file_share` (the text, with the file names noted), `bot_message`
+from bots in SLACK_ALLOWED_BOTS, and `message_changed` / `message_deleted` (gateway.listeners.edits).
+Every other subtype (joins, topic changes, huddles, …) is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from slack_bolt import App, BoltContext
+
+from gateway import payload
+from gateway.deps import Deps
+from gateway.inbound import Said, take
+from gateway.listeners import edits
+from gateway.threads import strip_bot_mention
+
+log = logging.getLogger(__name__)
+
+NEW_MESSAGE_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "bot_message"})
+_LEADING_MENTION = re.compile(r"^\s*<@([A-Z0-9]+)(\|[^>]*)?>")
+
+
+def register(app: App, deps: Deps) -> None:
+    @app.event("message")
+    def on_message(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
+        subtype = event.get("subtype")
+        if subtype == "message_changed":
+            return edits.on_changed(deps, body, event, context)
+        if subtype == "message_deleted":
+            return edits.on_deleted(deps, body, event)
+        if subtype not in NEW_MESSAGE_SUBTYPES:
+            return
+        said = said_in(deps, body, event, context)
+        if said is not None:
+            log.info("message %s in %s → %s", body.get("event_id"), said.key, take(deps, said))
+
+
+def said_in(
+    deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any], context: BoltContext
+) -> Said | None:
+    """The message as input, or None when it is not for the agent."""
+    user = author(deps, event, context)
+    if user is None:
+        return None
+    ts, channel = payload.text(event, "ts"), payload.text(event, "channel")
+    thread_ts = payload.optional_text(event, "thread_ts")
+    is_dm = event.get("channel_type") == "im"
+    if not is_dm and (thread_ts is None or thread_ts == ts):
+        return None  # a top-level channel message: only a mention starts a session there
+    raw = event.get("text") or ""
+    if not isinstance(raw, str):
+        raise payload.InvalidPayload("event.text is not a string")
+    if not is_dm and _addressed_to_someone_else(raw, context.bot_user_id):
+        return None
+    return Said(
+        team=payload.optional_text(body, "team_id") or context.team_id or "",
+        channel=channel,
+        user=user,
+        ts=ts,
+        thread_ts=thread_ts,
+        text=_with_files(strip_bot_mention(raw, context.bot_user_id), event),
+        event_id=payload.optional_text(body, "event_id"),
+        addressed=is_dm,
+    )
+
+
+def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
+    """Who wrote it: a person, or a bot on SLACK_ALLOWED_BOTS; None for the agent and other bots."""
+    bot_id = event.get("bot_id")
+    if bot_id:
+        allowed = bot_id != context.bot_id and bot_id in deps.settings.allowed_bots
+        return str(bot_id) if allowed else None
+    if event.get("subtype") == "bot_message":
+        return None
+    user = event.get("user")
+    return user if isinstance(user, str) and user else None
+
+
+def _addressed_to_someone_else(text: str, bot_user_id: str | None) -> bool:
+    """A reply that opens by mentioning another person is talk between people, not for the agent."""
+    match = _LEADING_MENTION.match(text)
+    return bool(match) and match.group(1) != bot_user_id and f"<@{bot_user_id}>" not in text
+
+
+def _with_files(text: str, event: Mapping[str, Any]) -> str:
+    files = event.get("files")
+    if not isinstance(files, list) or not files:
+        return text
+    names = ", ".join(str(f.get("name") or f.get("title") or "file") for f in files if isinstance(f, Mapping))
+    return f"{text}\n(attached: {names})".strip()

@@ -1,0 +1,90 @@
+"""`threadline manifest`: the Slack app manifest this gateway needs, ready to paste.
+
+Every scope and event is here because a listener or the delivery job uses it; the reasons
+sit beside them. HTTP mode points events, the command and interactivity at one request URL
+(`/slack/events`); Socket Mode needs no URL.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gateway.render.buttons import STOP_SHORTCUT
+from gateway.server import EVENTS_PATH
+from jobs.settings import Settings
+
+PLACEHOLDER_URL = "https://YOUR-PUBLIC-HOST"
+
+BOT_SCOPES = {
+    "app_mentions:read": "app_mention: a mention starts a session",
+    "channels:history": "message.channels: follow-ups in public channel threads",
+    "groups:history": "message.groups: follow-ups in private channel threads",
+    "im:history": "message.im: direct messages, one session per DM thread",
+    "mpim:history": "message.mpim: group DMs",
+    "chat:write": "answers, progress cards, notices, ephemeral replies, the working status",
+    "commands": "the slash command",
+    "files:write": "very long answers go out as a file",
+    "usergroups:read": "SLACK_OPERATORS may name user groups (S…)",
+    "assistant:write": "the agent view and Slack's own Stop button (agent_session_stopped)",
+}
+BOT_EVENTS = (
+    "app_mention",
+    "message.channels",
+    "message.groups",
+    "message.im",
+    "message.mpim",
+    "agent_session_stopped",
+    "assistant_thread_started",
+)
+
+
+def manifest(settings: Settings, *, request_url: str | None, socket: bool, name: str) -> dict[str, Any]:
+    url = f"{(request_url or PLACEHOLDER_URL).rstrip('/')}{EVENTS_PATH}"
+    command: dict[str, Any] = {
+        "command": settings.SLACK_COMMAND,
+        "description": "Stop, resume or inspect the agent's sessions",
+        "usage_hint": "cancel|resume|status|compact|help [thread link]",
+        "should_escape": False,
+    }
+    events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
+    interactivity: dict[str, Any] = {"is_enabled": True}
+    if not socket:
+        command["url"] = url
+        events["request_url"] = url
+        interactivity["request_url"] = url
+    return {
+        "_metadata": {"major_version": 2, "minor_version": 1},
+        "display_information": {
+            "name": name,
+            "description": "A coding agent that works in Slack threads",
+        },
+        "features": {
+            "app_home": {"messages_tab_enabled": True, "messages_tab_read_only_enabled": False},
+            "bot_user": {"display_name": name, "always_online": True},
+            "slash_commands": [command],
+            "shortcuts": [
+                {
+                    "name": "Stop agent run",
+                    "type": "message",
+                    "callback_id": STOP_SHORTCUT,
+                    "description": "Stop the agent working in this message's thread",
+                }
+            ],
+            "agent_view": {
+                "agent_description": "Mention me in a thread or DM me a task; reply in the thread to steer.",
+            },
+        },
+        "oauth_config": {"scopes": {"bot": sorted(BOT_SCOPES)}},
+        "settings": {
+            "event_subscriptions": events,
+            "interactivity": interactivity,
+            "org_deploy_enabled": False,
+            "socket_mode_enabled": socket,
+            "token_rotation_enabled": False,
+        },
+    }
+
+
+def manifest_json(settings: Settings, *, request_url: str | None, socket: bool, name: str) -> str:
+    return json.dumps(manifest(settings, request_url=request_url, socket=socket, name=name), indent=2)

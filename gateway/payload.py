@@ -1,0 +1,39 @@
+"""Reading fields out of Slack payloads, with one clear error when a payload is not what Slack sends.
+
+`InvalidPayload` becomes an HTTP 400 naming the field (gateway.app), never a 5xx: a malformed
+request is the sender's problem, and Slack must not be asked to retry it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class InvalidPayload(ValueError):
+    pass
+
+
+def text(mapping: Any, name: str) -> str:
+    """A required non-empty string field."""
+    value = mapping.get(name) if isinstance(mapping, Mapping) else None
+    if not isinstance(value, str) or not value:
+        raise InvalidPayload(f"{name} is missing or not a string")
+    return value
+
+
+def optional_text(mapping: Any, name: str) -> str | None:
+    value = mapping.get(name) if isinstance(mapping, Mapping) else None
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidPayload(f"{name} is not a string")
+    return value
+
+
+def section(mapping: Any, name: str) -> Mapping[str, Any]:
+    """A required object field."""
+    value = mapping.get(name) if isinstance(mapping, Mapping) else None
+    if not isinstance(value, Mapping):
+        raise InvalidPayload(f"{name} is missing or not an object")
+    return value

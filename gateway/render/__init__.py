@@ -1,0 +1,1 @@
+"""Notices as Slack sees them: Block Kit payloads, Markdown split within Slack's limits."""

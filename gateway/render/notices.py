@@ -1,0 +1,119 @@
+"""Every notice kind of jobs.notices as the Slack message a person sees.
+
+Answers are Markdown (`markdown_text`, split by gateway.render.markdown); everything else is a
+short mrkdwn message, with buttons where there is something to do: Resume and Inspect on an
+unknown result, Resume on a stop, Approve / Deny on an approval request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.render import buttons
+from gateway.render.text import context, escape, inline_code, section
+from jobs.keys import SessionKey
+from jobs.notices import (
+    ApprovalDecidedNotice,
+    ApprovalRequestNotice,
+    CancelledNotice,
+    CompactionNotice,
+    ErrorNotice,
+    InfoNotice,
+    UnknownResultNotice,
+)
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """Arguments of chat.postMessage / chat.update: `markdown` excludes `text` and `blocks`."""
+
+    text: str | None = None
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    markdown: str | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        if self.markdown is not None:
+            return {"markdown_text": self.markdown}
+        arguments: dict[str, Any] = {"text": self.text or " "}
+        if self.blocks:
+            arguments["blocks"] = self.blocks
+        return arguments
+
+
+def unknown_result(notice: UnknownResultNotice, session: SessionKey) -> SlackMessage:
+    call = f"`{escape(notice.tool_name)}` {inline_code(notice.summary)}".strip()
+    text = (
+        f":grey_question: The outcome of {call} is unknown: the run stopped before its result was "
+        "recorded. Nothing was re-run."
+    )
+    value = buttons.ButtonValue(session, tool_call_id=notice.tool_call_id)
+    controls = buttons.actions(
+        buttons.button(buttons.RESUME, "Resume", buttons.ButtonValue(session), style="primary"),
+        buttons.button(buttons.INSPECT, "Inspect", value),
+    )
+    return SlackMessage(text=text, blocks=[section(text), controls])
+
+
+def cancelled(notice: CancelledNotice, session: SessionKey) -> SlackMessage:
+    resume = buttons.button(buttons.RESUME, "Resume", buttons.ButtonValue(session), style="primary")
+    shown = section(f":black_square_for_stop: {notice.text}")
+    return SlackMessage(text=notice.text, blocks=[shown, buttons.actions(resume)])
+
+
+def approval_request(notice: ApprovalRequestNotice, session: SessionKey) -> SlackMessage:
+    text = _approval_question(notice)
+    value = buttons.ButtonValue(session, approval_id=notice.approval_id)
+    blocks = [section(text)]
+    if notice.reason:
+        blocks.append(context(escape(notice.reason)))
+    blocks.append(
+        buttons.actions(
+            buttons.button(buttons.APPROVE, "Approve", value, style="primary"),
+            buttons.button(buttons.DENY, "Deny", value, style="danger"),
+        )
+    )
+    return SlackMessage(text=text, blocks=blocks)
+
+
+_DECISIONS = {
+    "approved": ":white_check_mark: Approved",
+    "denied": ":no_entry_sign: Denied",
+    "cancelled": ":black_square_for_stop: Cancelled",
+}
+
+
+def approval_decided(notice: ApprovalDecidedNotice, request: ApprovalRequestNotice | None) -> SlackMessage:
+    """The approval card once decided: the question stays, the buttons give way to the verdict."""
+    verdict = _DECISIONS[notice.decision] + (f" by <@{notice.by}>" if notice.by else "")
+    if request is None:
+        return SlackMessage(text=f"{verdict} (approval `{escape(notice.approval_id)}`).")
+    question = _approval_question(request)
+    return SlackMessage(text=f"{question}\n{verdict}", blocks=[section(question), context(verdict)])
+
+
+def _approval_question(notice: ApprovalRequestNotice) -> str:
+    call = f"`{escape(notice.tool_name)}` {inline_code(notice.summary)}".strip()
+    return f":raised_hand: The agent wants to run {call}. Approve?"
+
+
+def compaction(notice: CompactionNotice) -> SlackMessage:
+    if notice.state == "started":
+        return SlackMessage(text=":compression: Compacting the conversation…")
+    if notice.state == "failed":
+        return SlackMessage(text=f":warning: Compaction failed: {escape(notice.detail or 'unknown error')}")
+    numbers = []
+    if notice.compacted is not None:
+        numbers.append(f"{notice.compacted} messages summarised")
+    if notice.tokens_before is not None and notice.tokens_after is not None:
+        numbers.append(f"{notice.tokens_before:,} → {notice.tokens_after:,} tokens")
+    detail = f" ({', '.join(numbers)})" if numbers else ""
+    return SlackMessage(text=f":compression: Compacted the conversation{detail}.")
+
+
+def error(notice: ErrorNotice) -> SlackMessage:
+    return SlackMessage(text=notice.text)
+
+
+def info(notice: InfoNotice) -> SlackMessage:
+    return SlackMessage(text=notice.text)

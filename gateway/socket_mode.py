@@ -1,0 +1,26 @@
+"""`threadline web --socket`: the same Bolt app over Socket Mode instead of HTTP.
+
+Slack opens no connection to us: the app dials out (apps.connections.open with the
+app-level token, then a WebSocket) and acknowledges each envelope on it. Bolt's built-in
+handler (slack_sdk's own WebSocket client, no extra dependency) runs the listeners before it
+acknowledges, as the HTTP app does, so an acknowledged event is already in Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+from gateway.app import build_app
+from jobs.runtime import redis_from_url
+from jobs.settings import Settings
+
+SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not the CPU
+
+
+def serve_socket(settings: Settings) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = build_app(settings, redis_from_url(settings.REDIS_URL or ""))
+    handler = SocketModeHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
+    handler.start()

@@ -1,0 +1,55 @@
+from pathlib import Path
+
+from gateway.doctor import run_doctor
+from gateway.sandbox.embedded_redis import EmbeddedRedis
+from gateway.sandbox.fake_llm import FakeLLM
+from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN
+from jobs.settings import Settings
+
+
+def test_everything_reachable_is_all_ok(
+    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
+):
+    settings = Settings.load(
+        REDIS_URL=redis_url, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
+        LLM_BASE_URL=fake_llm.base_url, LLM_MODEL="m", AGENT_WORKDIR=tmp_path / "ws",
+    )  # fmt: skip
+    lines: list[str] = []
+    assert run_doctor(settings, lines.append) == 0
+    assert [line.split()[0:2] for line in lines] == [
+        ["ok", "redis"],
+        ["ok", "slack"],
+        ["ok", "model"],
+        ["ok", "workspace"],
+    ]
+
+
+def test_each_problem_gets_one_line_with_its_fix(tmp_path: Path, fake_slack: FakeSlack):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    settings = Settings.load(
+        REDIS_URL="redis://127.0.0.1:9/0", SLACK_BOT_TOKEN="xoxb-wrong", SLACK_API_URL=fake_slack.api_url,
+        LLM_BASE_URL="http://127.0.0.1:9/v1", LLM_MODEL="m", AGENT_WORKDIR=blocked / "ws",
+    )  # fmt: skip
+    lines: list[str] = []
+    assert run_doctor(settings, lines.append) == 1
+    assert len(lines) == 4 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
+    assert "invalid_auth" in lines[1]
+
+
+def test_no_model_endpoint_means_the_demo_model(tmp_path: Path):
+    lines: list[str] = []
+    run_doctor(Settings.load(AGENT_WORKDIR=tmp_path), lines.append)
+    assert lines[2].startswith("ok   model") and "demo model" in lines[2]
+
+
+def test_embedded_redis_starts_and_stops(tmp_path: Path):
+    from redis import Redis
+
+    embedded = EmbeddedRedis(tmp_path / "redis")
+    url = embedded.start()
+    try:
+        assert Redis.from_url(url).ping()
+    finally:
+        embedded.stop()
