@@ -39,7 +39,6 @@ from jobs.inbound import UserInput
 from jobs.keys import SessionKey
 from jobs.store import SessionStore
 
-ROOT = Path(__file__).resolve().parents[1]
 WARMUP_RUNS = 2
 LOCK_HOLDS = 2_000
 
@@ -91,9 +90,7 @@ def handoffs(redis_url: str, runs: int, workers: int) -> list[dict[str, float]]:
     slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM(default=clock.reply).start()
     redis = Redis.from_url(redis_url)
     with tempfile.TemporaryDirectory() as tmp:
-        stack = Stack(
-            Path(tmp), redis_url, slack.api_url, llm.base_url, APPROVAL_TOOLS="", PYTHONPATH=str(ROOT)
-        )
+        stack = Stack(Path(tmp), redis_url, slack.api_url, llm.base_url, APPROVAL_TOOLS="")
         for number in range(workers):
             stack.spawn(f"worker{number}", [THREADLINE, "worker"])
         try:

@@ -16,15 +16,13 @@ from jobs.store import SessionStore
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
 Step = Reply | Callable[[dict[str, Any]], Reply]
 
 
 def start_stack(
     tmp_path: Path, redis_url: str, slack_url: str, llm: FakeLLM, workers: int, **env: str
 ) -> Stack:
-    """Workers import this checkout (not whatever the venv's editable install points at)."""
-    settings = {"APPROVAL_TOOLS": "", "PYTHONPATH": str(ROOT), **env}
+    settings = {"APPROVAL_TOOLS": "", **env}
     return Stack(tmp_path, redis_url, slack_url, llm.base_url, **settings).start(workers=workers)
 
 
