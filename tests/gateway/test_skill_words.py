@@ -8,7 +8,7 @@ from gateway.skills import SkillRequest, skill_request
 
 
 @pytest.mark.parametrize(
-    ("text", "request"),
+    ("text", "expected"),
     [
         ("!skill review", SkillRequest("review", "")),
         ("  !SKILL review src/app.py  --fast ", SkillRequest("review", "src/app.py  --fast")),
@@ -19,5 +19,5 @@ from gateway.skills import SkillRequest, skill_request
         ("", None),
     ],
 )
-def test_skill_requests(text: str, request: SkillRequest | None):
-    assert skill_request(text) == request
+def test_skill_requests(text: str, expected: SkillRequest | None):
+    assert skill_request(text) == expected
