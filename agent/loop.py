@@ -24,17 +24,23 @@ from agent.compaction import CompactionConfig
 from agent.context_keeper import ContextKeeper, ContextTooLargeError
 from agent.fold import Folder
 from agent.incremental import IncrementalProjector
-from agent.messages import ToolCall
+from agent.messages import Message, ToolCall
 from agent.model.base import ChatModel, ModelRequest, ModelResponse
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
 from agent.projection import project_strict
 from agent.projection_report import ProjectionReporter
-from agent.tools.arguments import parse_tool_call_arguments
+from agent.step_records import call_event, failed_outcome, model_failure_text
+from agent.tools import texts
+from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
 from agent.tools.cancel import CancelSignal
 from agent.tools.policy import Approver
 from agent.tools.texts import CancelReason
 from agent.turn_io import (
+    PARKED_REASONS,
+    CallsDeferred,
+    DeferredResults,
+    NoDeferredResults,
     NullReporter,
     ParkedStep,
     StepStarted,
@@ -47,10 +53,10 @@ from agent.turn_io import (
 from agent.turn_parking import ApprovalCheck, approver_for
 from agent.wire import (
     AppendLoopEvent,
+    AppendMessage,
     ContentPartEvent,
     StepBegin,
     StepEnd,
-    ToolCallEvent,
     ToolResultEvent,
     ToolResultPayload,
     TurnCancel,
@@ -100,6 +106,7 @@ class Loop:
         needs_approval: ApprovalCheck | None = None,
         config: LoopConfig = LoopConfig(),
         reporter: TurnReporter | None = None,
+        deferrals: DeferredResults | None = None,
     ) -> None:
         self.model = model
         self.executor_factory = executor_factory
@@ -110,6 +117,8 @@ class Loop:
         self.needs_approval = needs_approval or (lambda calls, signal: [])
         self.config = config
         self.reporter = reporter or NullReporter()
+        self.deferrals = deferrals or NoDeferredResults()
+        self.turn_id = ""
         self.signal = CancelSignal()
         self.projector = IncrementalProjector()
         self.anomalies = ProjectionReporter()
@@ -120,6 +129,7 @@ class Loop:
     # -- the turn ---------------------------------------------------------------------
 
     async def run_turn(self, turn_id: str, parked: ParkedStep | None = None) -> TurnOutcome:
+        self.turn_id = turn_id
         watcher = asyncio.ensure_future(self._watch_cancel())
         timer = self._start_deadline()
         try:
@@ -130,14 +140,14 @@ class Loop:
             watcher.cancel()
             if timer is not None:
                 timer.cancel()
-        if outcome.reason != "awaiting_approval":
+        if outcome.reason not in PARKED_REASONS:
             self._end(turn_id, outcome)
         return outcome
 
     async def _run(self, turn_id: str, parked: ParkedStep | None) -> TurnOutcome:
         steps = 0
-        if parked is not None:
-            await self._finish_parked(parked)
+        if parked is not None and (waiting := await self._finish_parked(parked)) is not None:
+            return waiting
         self._settle_abandoned_step(turn_id)
         while True:
             self._stop_if_cancelled(turn_id, steps)
@@ -167,7 +177,9 @@ class Loop:
         if parked:
             self.sink.park(step_uuid, parked)
             return TurnOutcome("awaiting_approval", steps=step)
-        await self._run_batch(step_uuid, step, calls, approver=None)
+        deferred = await self._run_batch(step_uuid, step, calls, approver=None)
+        if self._await_deferred(step_uuid, deferred):
+            return TurnOutcome("awaiting_agents", steps=step)
         finish = "interrupted" if self.signal.cancelled else "tool_calls"
         self._end_step(step_uuid, turn_id, step, finish)
         self._stop_if_cancelled(turn_id, step)
@@ -185,7 +197,7 @@ class Loop:
             except StructureRejectedError as error:
                 if strict:
                     raise TurnStopped(
-                        _failed(f"the model endpoint rejected the request twice: {error}", step)
+                        failed_outcome(f"the model endpoint rejected the request twice: {error}", step)
                     ) from None
                 log.warning("provider rejected the message structure; resending once, strictly")
                 strict = True
@@ -194,9 +206,9 @@ class Loop:
                 try:
                     await self.keeper.recover_from_overflow(turn_id, step, overflows, request)
                 except ContextTooLargeError as error:
-                    raise TurnStopped(_failed(str(error), step)) from None
+                    raise TurnStopped(failed_outcome(str(error), step)) from None
             except ModelError as error:
-                raise TurnStopped(_failed(_model_failure(error), step)) from None
+                raise TurnStopped(failed_outcome(model_failure_text(error), step)) from None
 
     def _request(self, strict: bool) -> ModelRequest:
         history = self.folder.history
@@ -229,30 +241,77 @@ class Loop:
 
     async def _run_batch(
         self, step_uuid: str, step: int, calls: list[ToolCall], approver: Approver | None
-    ) -> None:
+    ) -> list[ToolCall]:
+        """Run the calls and record each result; returns the calls whose results are deferred."""
         self.reporter.report(ToolCallsStarted(step, calls))
         adapter = BatchAdapter([call.id for call in calls], self.executor_factory(approver), self.signal)
         by_id = {call.id: call for call in calls}
+        deferred: list[ToolCall] = []
         for call in calls:
             adapter.add(call)
         async for call_id, _name, result in adapter.completed():
-            payload = ToolResultPayload(
-                output=result.output, is_error=result.is_error or None, note=result.note
-            )
-            event = ToolResultEvent(tool_call_id=call_id, result=payload)
-            self.write(AppendLoopEvent(event=event), f"{step_uuid}:result:{call_id}")
-            self.reporter.report(ToolFinished(by_id[call_id], result, aborted=self.signal.cancelled))
+            if result.deferred:
+                deferred.append(by_id[call_id])
+            else:
+                self._record_result(step_uuid, by_id[call_id], result)
+        return deferred
 
-    async def _finish_parked(self, parked: ParkedStep) -> None:
-        """Run the calls of a step that waited for approval, then close the step."""
+    def _record_result(self, step_uuid: str, call: ToolCall, result: ToolResult) -> None:
+        payload = ToolResultPayload(output=result.output, is_error=result.is_error or None, note=result.note)
+        event = ToolResultEvent(tool_call_id=call.id, result=payload)
+        self.write(AppendLoopEvent(event=event), f"{step_uuid}:result:{call.id}")
+        if result.steer is not None:
+            self._steer(f"{step_uuid}:steer:{call.id}", result.steer)
+        self.reporter.report(ToolFinished(call, result, aborted=self.signal.cancelled))
+
+    def _steer(self, once_key: str, message: Message) -> None:
+        """Append a message a tool delivers (a loaded skill); while results of the step are
+        still pending, the fold defers it until they are in, so it lands after them."""
+        self.write(AppendMessage(message=message), once_key)
+        steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=self.turn_id)
+        self.sink.record(steer, f"{once_key}:turn")
+
+    def _await_deferred(self, step_uuid: str, deferred: list[ToolCall]) -> bool:
+        """True when the step must park until its sub-agents answer; otherwise their results
+        (or, after a cancel, the aborted text) are recorded now."""
+        if not deferred:
+            return False
+        if self.signal.cancelled:
+            reason = self.signal.reason or "aborted"
+            for call in deferred:
+                self._record_result(step_uuid, call, error_result(texts.aborted(call.name, reason)))
+            return False
+        ready = self.deferrals.wait(step_uuid, deferred)
+        if ready is None:
+            self.reporter.report(CallsDeferred(deferred))
+            return True
+        for call in deferred:
+            missing = error_result(texts.produced_no_result(call.name))
+            self._record_result(step_uuid, call, ready.get(call.id, missing))
+        return False
+
+    async def _finish_parked(self, parked: ParkedStep) -> TurnOutcome | None:
+        """Go on with a parked step: record the results that arrived while it waited, run the
+        calls that waited for approval, then close the step (or park it again)."""
         calls = self.folder.pending_calls()
         if self.folder.open_step_uuid != parked.step_uuid or not calls:
-            return
-        await self._run_batch(parked.step_uuid, 0, calls, approver_for(parked.decisions))
+            return None
+        for call in calls:
+            if call.id in parked.results:
+                self._record_result(parked.step_uuid, call, parked.results[call.id])
+        waiting = [call for call in calls if call.id not in parked.results]
+        deferred = (
+            await self._run_batch(parked.step_uuid, 0, waiting, approver_for(parked.decisions))
+            if waiting
+            else []
+        )
+        if self._await_deferred(parked.step_uuid, deferred):
+            return TurnOutcome("awaiting_agents")
         end = StepEnd(
             uuid=parked.step_uuid, finish_reason="interrupted" if self.signal.cancelled else "tool_calls"
         )
         self.write(AppendLoopEvent(event=end), f"{parked.step_uuid}:end")
+        return None
 
     def _settle_abandoned_step(self, turn_id: str) -> None:
         """A step left open by a worker that died: close it, so its calls read as interrupted.
@@ -281,7 +340,7 @@ class Loop:
             event = ContentPartEvent(step_uuid=step_uuid, part=part, turn_id=turn_id, step=step)
             self.write(AppendLoopEvent(event=event), f"{step_uuid}:part:{index}")
         for call in calls:
-            self.write(AppendLoopEvent(event=_call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}")
+            self.write(AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}")
 
     def _end_step(self, step_uuid: str, turn_id: str, step: int, finish_reason: str) -> None:
         event = StepEnd(uuid=step_uuid, turn_id=turn_id, step=step, finish_reason=finish_reason)
@@ -334,22 +393,3 @@ class Loop:
             self.signal.cancel("aborted")
 
         return asyncio.get_running_loop().call_later(self.config.deadline_s, expire)
-
-
-def _call_event(step_uuid: str, call: ToolCall) -> ToolCallEvent:
-    parsed = parse_tool_call_arguments(call.arguments)
-    if parsed.parse_failed or call.arguments is None:
-        return ToolCallEvent(
-            step_uuid=step_uuid, tool_call_id=call.id, name=call.name, arguments=call.arguments
-        )
-    return ToolCallEvent(
-        step_uuid=step_uuid, tool_call_id=call.id, name=call.name, args=parsed.data, arguments=call.arguments
-    )
-
-
-def _failed(error: str, steps: int) -> TurnOutcome:
-    return TurnOutcome("failed", error=error, steps=steps)
-
-
-def _model_failure(error: ModelError) -> str:
-    return f"the model endpoint failed ({type(error).__name__}: {str(error)[:300]})"

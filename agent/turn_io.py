@@ -43,12 +43,29 @@ class ParkedCall:
     reason: str | None
 
 
+class DeferredResults(Protocol):
+    """Where the results of deferred calls (sub-agents) come from."""
+
+    def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+        """Their results if every one has arrived; otherwise None and the step parks until they do."""
+        ...
+
+
+class NoDeferredResults:
+    """For loops without sub-agents: a deferred call has no source, so the step parks."""
+
+    def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+        return None
+
+
 @dataclass(frozen=True)
 class ParkedStep:
-    """A step parked for approval, now decided: run its calls with these decisions."""
+    """A parked step, ready to go on: run its calls with these decisions; `results` are the
+    outcomes of deferred calls (sub-agents) that arrived while it was parked."""
 
     step_uuid: str
-    decisions: dict[str, ApprovalDecision]
+    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)
+    results: dict[str, ToolResult] = field(default_factory=dict)
 
 
 # --- what the reporter hears ---------------------------------------------------------------
@@ -91,8 +108,21 @@ class CallsParked:
     calls: list[ParkedCall]
 
 
+@dataclass(frozen=True)
+class CallsDeferred:
+    """These calls wait for sub-agents; the turn parks until their results arrive."""
+
+    calls: list[ToolCall]
+
+
 TurnEvent = (
-    StepStarted | ToolCallsStarted | ToolFinished | CompactionStarted | CompactionFinished | CallsParked
+    StepStarted
+    | ToolCallsStarted
+    | ToolFinished
+    | CompactionStarted
+    | CompactionFinished
+    | CallsParked
+    | CallsDeferred
 )
 
 
@@ -105,7 +135,10 @@ class NullReporter:
         return None
 
 
-TurnEndReason = Literal["completed", "cancelled", "failed", "awaiting_approval", "timed_out"]
+TurnEndReason = Literal[
+    "completed", "cancelled", "failed", "awaiting_approval", "awaiting_agents", "timed_out"
+]
+PARKED_REASONS = frozenset({"awaiting_approval", "awaiting_agents"})
 
 
 @dataclass

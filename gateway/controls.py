@@ -50,6 +50,7 @@ _STATE_WORDS = {
     "queued": "queued (a turn starts shortly)",
     "running": "running",
     "awaiting_approval": "waiting for an approval",
+    "awaiting_agents": "waiting for its sub-agents",
     "cancelled": "stopped (resume to continue)",
     "interrupted": "interrupted (the worker stopped; resume to continue)",
     "failed": "failed (resume to try again)",

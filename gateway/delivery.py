@@ -59,6 +59,8 @@ RETRY_MAX_S = 300
 def deliver(session_key: str) -> int:
     """RQ entry point: post every undelivered notice; returns how many were handled."""
     key = SessionKey.parse(session_key)
+    if key.is_subagent:
+        return 0  # a sub-agent has no thread; what people see of it goes through its root's
     redis = runtime.redis_client()
     delivery_started(redis, key)
     return Delivery(SessionStore(redis, key), web_client(runtime.settings())).run()

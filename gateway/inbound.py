@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 
 from gateway.controls import act, thread_word
 from gateway.deps import Deps
+from gateway.skills import skill_request, use_skill
 from jobs.control import submit_input
 from jobs.dedupe import claim, delivery_keys, release
 from jobs.inbound import UserInput
@@ -58,6 +59,10 @@ def take(deps: Deps, said: Said) -> str:
 
 
 def _handle(deps: Deps, said: Said, key: SessionKey) -> str:
+    request = skill_request(said.text)
+    if request is not None:
+        tell(deps, key, said.user, use_skill(deps, key, said.user, request, ts=said.ts))
+        return f"skill {request.name}"
     verb = thread_word(said.text)
     if verb is not None:
         tell(deps, key, said.user, act(deps, verb, key, said.user))

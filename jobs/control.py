@@ -16,11 +16,16 @@ from rq.job import Job
 from agent.tools import texts
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
 from jobs.approvals import ApprovalStore, Decision
+from jobs.delegation.approvals import approval_route
+from jobs.delegation.children import active_children, forget_child
+from jobs.delegation.progress import close_card
+from jobs.delegation.waits import StepWaits
+from jobs.history import load_folder
 from jobs.inbound import UserInput
 from jobs.keys import SessionKey
 from jobs.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.queues import COMPACTION_JOB, SERIALIZER, TURNS_QUEUE, queue, schedule_delivery, schedule_turn
-from jobs.sessions import STOPPED_STATES, remember, session_exists, set_state, state_of
+from jobs.sessions import PARKED_STATES, STOPPED_STATES, remember, session_exists, set_state, state_of
 from jobs.store import SessionStore, now_ms
 
 log = logging.getLogger(__name__)
@@ -56,7 +61,7 @@ def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_t
     store = SessionStore(redis, key)
     where = store.submit(user_input)
     remember(redis, key, user_input.user)
-    parked = state_of(store) == "awaiting_approval"  # the approval decides when it goes on
+    parked = state_of(store) in PARKED_STATES  # the approval (or the sub-agents) decide when it goes on
     if where == "wire" and not parked and schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):
         set_state(store, "queued")
     return where
@@ -76,6 +81,10 @@ def status(redis: Redis, key: SessionKey) -> SessionStatus:
 
 
 def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
+    """Stop the session's turn, and every sub-agent it started (theirs too, all the way down)."""
+    for child in active_children(redis, key):
+        cancel(redis, child, by=by)
+        forget_child(redis, key, child)  # stopped: nothing is left to wait for or to cancel again
     store = SessionStore(redis, key)
     state = state_of(store)
     if state == "running":
@@ -86,6 +95,8 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
         return _cancel_queued(store, by)
     if state == "awaiting_approval":
         return _cancel_parked(store, by)
+    if state == "awaiting_agents":
+        return _cancel_waiting(store, by)
     return ControlResult(ok=False, message="Nothing is running in that thread.")
 
 
@@ -112,6 +123,14 @@ def _cancel_parked(store: SessionStore, by: str) -> ControlResult:
     settle_parked_step(store, reason="cancelled")
     _record_cancelled(store, by, target="active")
     return ControlResult(ok=True, message="Cancelled; the calls waiting for approval were not run.")
+
+
+def _cancel_waiting(store: SessionStore, by: str) -> ControlResult:
+    """A turn parked on its sub-agents: they were stopped above; its waiting calls are closed."""
+    StepWaits(store).settle_cancelled(load_folder(store).pending_calls(), reason="cancelled")
+    close_card(store, "cancelled")
+    _record_cancelled(store, by, target="active")
+    return ControlResult(ok=True, message="Stopped the turn and its sub-agents.")
 
 
 def settle_parked_step(store: SessionStore, reason: str) -> None:
@@ -156,6 +175,8 @@ def resume(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> Co
         return ControlResult(
             ok=False, message="That thread is waiting for an approval: approve or deny the call."
         )
+    if state == "awaiting_agents":
+        return ControlResult(ok=False, message="That thread is waiting for its sub-agents to answer.")
     if state not in STOPPED_STATES:
         return ControlResult(
             ok=False, message="Nothing to resume: the last turn finished. Reply in the thread."
@@ -177,6 +198,8 @@ def decide_approval(
     store = SessionStore(redis, key)
     approvals = ApprovalStore(store)
     approval = approvals.get(approval_id)
+    if approval is None and (child := approval_route(redis, key, approval_id)) is not None:
+        return _decide_routed(store, child, approval_id, decision, by=by, turn_timeout_s=turn_timeout_s)
     if approval is None or not approvals.decide(approval_id, decision, by):
         return ControlResult(ok=False, message="That request was already decided.")
     store.post_notice(ApprovalDecidedNotice(approval_id=approval_id, decision=decision, by=by))
@@ -186,6 +209,23 @@ def decide_approval(
         set_state(store, "queued")
     verb = "Approved" if decision == "approved" else "Denied"
     return ControlResult(ok=True, message=f"{verb} `{approval.tool_name}`.")
+
+
+def _decide_routed(
+    store: SessionStore,
+    child: SessionKey,
+    approval_id: str,
+    decision: Decision,
+    *,
+    by: str,
+    turn_timeout_s: int,
+) -> ControlResult:
+    """A sub-agent's request shown in this thread: decided in the sub-agent, shown here."""
+    result = decide_approval(store.redis, child, approval_id, decision, by=by, turn_timeout_s=turn_timeout_s)
+    if result.ok:
+        store.post_notice(ApprovalDecidedNotice(approval_id=approval_id, decision=decision, by=by))
+        schedule_delivery(store.redis, store.key)
+    return result
 
 
 def request_compaction(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> ControlResult:

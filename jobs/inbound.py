@@ -8,7 +8,11 @@ from agent.messages import Message, Origin, TextPart
 
 
 class UserInput(BaseModel):
-    """One Slack message that becomes one user message of the session."""
+    """One Slack message that becomes one user message of the session.
+
+    `message`, when given, is the message itself (a skill a person invoked, a sub-agent's
+    answer), delivered as it is instead of the author-prefixed text.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -16,8 +20,11 @@ class UserInput(BaseModel):
     user: str
     ts: str
     event_id: str | None = None
+    message: Message | None = None
 
     def to_message(self) -> Message:
+        if self.message is not None:
+            return self.message
         # The author is named in Slack's own syntax, so the model can address them in its answer.
         origin = Origin(kind="user", user=self.user, ts=self.ts)
         return Message(role="user", content=[TextPart(text=f"<@{self.user}>: {self.text}")], origin=origin)

@@ -18,7 +18,9 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from agent.loop import ABANDONED
 from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
+from jobs import runtime
 from jobs.control import cancel_requested_by
+from jobs.delegation.endings import child_lost
 from jobs.history import load_folder
 from jobs.keys import PREFIX, SessionKey
 from jobs.lease import RUNNING_SET
@@ -83,6 +85,7 @@ def mark_interrupted(store: SessionStore) -> None:
         store.post_notice(InfoNotice(turn_id=turn_id, text=INTERRUPTED_TEXT))
     set_state(store, reason, last_turn_reason=reason)
     schedule_delivery(store.redis, store.key)
+    child_lost(store, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)  # its parent must not wait on
     log.warning("session %s: turn %s %s (worker gone)", store.key, turn_id, reason)
 
 

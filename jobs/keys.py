@@ -9,6 +9,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, field_validator
 
 PREFIX = "tl"
+# Joins a sub-agent's id to its parent's thread_ts. A Slack ts never contains it, so a key with
+# it names a sub-agent session, which has no Slack thread of its own (nothing is posted for it).
+SUBAGENT_SEPARATOR = "-"
 
 
 class SessionKey(BaseModel):
@@ -37,6 +40,15 @@ class SessionKey(BaseModel):
 
     def redis_key(self, part: str) -> str:
         return f"{PREFIX}:{{{self}}}:{part}"
+
+    @property
+    def is_subagent(self) -> bool:
+        return SUBAGENT_SEPARATOR in self.thread_ts
+
+    def subagent(self, agent_id: str) -> SessionKey:
+        """The session of this session's sub-agent `agent_id`."""
+        thread_ts = f"{self.thread_ts}{SUBAGENT_SEPARATOR}{agent_id}"
+        return SessionKey(team=self.team, channel=self.channel, thread_ts=thread_ts)
 
 
 def dedupe_key(*parts: str) -> str:

@@ -63,8 +63,11 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     """Enqueue a delivery unless one is queued and not yet started (it will drain this notice too).
 
     The delivery job calls `delivery_started` before it reads the outbox, so a notice posted
-    after that point always schedules a new job.
+    after that point always schedules a new job. A sub-agent's session has no thread: its
+    notices stay in its outbox, and what people should see reaches its root's thread instead.
     """
+    if key.is_subagent:
+        return False
     if not redis.set(key.redis_key("delivery_queued"), "1", nx=True, ex=QUEUED_FLAG_TTL_S):
         return False
     try:

@@ -3,6 +3,8 @@
 idle → queued → running → idle on success; running → awaiting_approval (worker freed);
 running → cancelled; running → interrupted (worker died); running → failed. Resume moves
 cancelled / interrupted / failed back to queued; new input in the thread does the same.
+running → awaiting_agents: the turn's step waits for its sub-agents (worker freed); the last
+sub-agent to answer enqueues the continuation.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from redis import Redis
 from jobs.keys import PREFIX, SessionKey
 from jobs.store import SessionStore, now_ms
 
-State = Literal["idle", "queued", "running", "awaiting_approval", "cancelled", "interrupted", "failed"]
+State = Literal[
+    "idle", "queued", "running", "awaiting_approval", "awaiting_agents", "cancelled", "interrupted", "failed"
+]
 STOPPED_STATES: frozenset[str] = frozenset({"cancelled", "interrupted", "failed"})
+PARKED_STATES: frozenset[str] = frozenset({"awaiting_approval", "awaiting_agents"})  # no worker held
 RECENT_TTL_S = 30 * 24 * 3600  # `/agent cancel` without a link finds sessions this recent
 
 

@@ -43,6 +43,8 @@ EXPECTED: dict[str, str] = {
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
     "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
     "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
+    "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
+    "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
 }
 
 
@@ -77,6 +79,10 @@ class Settings(BaseSettings):
     SLACK_ALLOWED_BOTS: str = ""
     APPROVAL_TOOLS: str = "shell"
     CHANNEL_REPOS: dict[str, str] = Field(default_factory=dict)
+    SHARED_SKILLS_DIR: Path | None = None
+    # A swarm of up to 128 items must not fill the turns queue ahead of every other thread's
+    # turn; 4 keeps a swarm busy on a few workers and leaves room for the rest.
+    AGENT_SWARM_MAX_CONCURRENCY: int = Field(default=4, gt=0)
 
     @property
     def operators(self) -> frozenset[str]:

@@ -13,30 +13,36 @@ from typing import Any
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
+from agent.delegation import SUBAGENT_RESULT
 from agent.fold import Folder
 from agent.loop import Loop, LoopConfig
-from agent.messages import is_real_user_input
+from agent.messages import Message, is_real_user_input
 from agent.model.base import ChatModel
 from agent.prompts import system_prompt
 from agent.tools.executor import ToolExecutor
-from agent.tools.policy import Approved, Approver, AskForNamedTools, Rejected
-from agent.tools.registry import ToolRegistry, default_registry, openai_tool_declarations
-from agent.turn_io import ParkedStep, TurnOutcome
+from agent.tools.policy import ApprovalDecision, Approved, Approver, AskForNamedTools, Rejected
+from agent.tools.registry import ToolRegistry, openai_tool_declarations
+from agent.turn_io import PARKED_REASONS, ParkedStep, TurnOutcome
 from agent.turn_parking import approval_check
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
 from jobs import runtime
 from jobs.approvals import ApprovalStore
-from jobs.control import cancel_flag_key, cancel_requested_by
+from jobs.control import cancel, cancel_flag_key, cancel_requested_by
+from jobs.delegation.approvals import forward_approvals
+from jobs.delegation.children import active_children, child_info, forget_child
+from jobs.delegation.endings import child_turn_ended
+from jobs.delegation.progress import CardReporter, stored_card
+from jobs.delegation.waits import ParkedWait, StepWaits
 from jobs.history import load_folder
 from jobs.keys import SessionKey
 from jobs.lease import Lease, LeaseLost
 from jobs.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
-from jobs.progress import ProgressReporter
 from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.sessions import State, set_state
 from jobs.settings import Settings
 from jobs.store import SessionStore
 from jobs.turn_sink import RedisTurnSink
+from jobs.turn_tools import process_registry, turn_tools
 from jobs.workspace import WorkspaceError, ensure_workspace
 
 log = logging.getLogger(__name__)
@@ -49,6 +55,7 @@ END_STATES: dict[str, State] = {
     "failed": "failed",
     "timed_out": "failed",
     "awaiting_approval": "awaiting_approval",
+    "awaiting_agents": "awaiting_agents",
 }
 CARD_STATES = {"completed": "done", "cancelled": "cancelled", "failed": "failed", "timed_out": "timed_out"}
 
@@ -63,7 +70,7 @@ class ToolSetup:
 @cache
 def tool_setup() -> ToolSetup:
     """Built once per process (~80 ms of schema checks); the worker builds it before forking."""
-    registry = default_registry()
+    registry = process_registry()
     return ToolSetup(registry, openai_tool_declarations(registry), system_prompt(registry.names))
 
 
@@ -76,6 +83,7 @@ def run_turn(session_key: str) -> str:
     lease = Lease.acquire(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
     if lease is None:
         return "busy: another turn holds the session and takes this input"
+    timeout = runtime.settings().TURN_TIMEOUT_SECONDS
     with lease:
         try:
             outcome = TurnJob(store, runtime.settings(), runtime.build_model(runtime.settings()), lease).run()
@@ -83,7 +91,11 @@ def run_turn(session_key: str) -> str:
             log.error("turn of %s stopped: its lease was lost to another worker", key)
             return "lease lost"
         if not lease.release_if_idle():
-            schedule_turn(redis, key, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)
+            schedule_turn(redis, key, turn_timeout_s=timeout)
+        elif outcome == "awaiting_agents" and StepWaits(store).ready():
+            # The last answer came while this job still held the session: its continuation
+            # could not start then, so it is enqueued now.
+            schedule_turn(redis, key, turn_timeout_s=timeout)
     return outcome
 
 
@@ -95,22 +107,26 @@ class TurnJob:
         self.store = store
         self.settings = settings
         self.model = model
+        self.info = child_info(store)
         job = get_current_job()
         self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
 
     def run(self) -> str:
         folder = load_folder(self.store)
-        parked = self._decided_parked_step(folder)
+        waiting = self._wait_of(folder)
+        if waiting is not None and waiting.results is None:
+            return self._still_waiting()
+        parked = self._parked_step(folder, waiting)
         if cancel_requested_by(self.store.redis, self.store.key):
             return self._cancelled_before_start()
         if parked is None and not self._has_work(folder):
             set_state(self.store, "idle")
             return "idle: nothing to answer"
         try:
-            workspace = ensure_workspace(self.settings, self.store.key)
+            workspace = ensure_workspace(self.settings, self.info.root if self.info else self.store.key)
         except WorkspaceError as error:
             return self._finish(TurnOutcome("failed", error=str(error)), None)
-        reporter = ProgressReporter(self.store, self.turn_id)
+        reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)
         self._start(reporter)
         try:
             outcome = asyncio.run(self._loop(folder, workspace, reporter).run_turn(self.turn_id, parked))
@@ -131,30 +147,51 @@ class TurnJob:
         history = folder.history
         waiting = bool(self.store.redis.llen(self.store.inbox_key))
         resumed = "resume_requested" in self.store.meta()
-        return waiting or resumed or bool(history and is_real_user_input(history[-1]))
+        return waiting or resumed or bool(history and _asks_for_a_turn(history[-1]))
 
-    def _decided_parked_step(self, folder: Folder) -> ParkedStep | None:
+    def _wait_of(self, folder: Folder) -> ParkedWait | None:
+        """The open step's wait for sub-agents, if it is parked on them."""
+        waiting = StepWaits(self.store).parked()
+        if waiting is None or waiting.step_uuid != folder.open_step_uuid:
+            return None
+        return waiting
+
+    def _still_waiting(self) -> str:
+        """Some sub-agent has not answered: record waiting input on the wire and free the worker."""
+        RedisTurnSink(self.store, self.turn_id, self.lease).take_input()
+        set_state(self.store, "awaiting_agents")
+        return "awaiting_agents"
+
+    def _parked_step(self, folder: Folder, waiting: ParkedWait | None) -> ParkedStep | None:
+        decisions = self._decisions(folder)
+        if decisions is None and waiting is None:
+            return None
+        step = folder.open_step_uuid or ""
+        results = waiting.results if waiting is not None and waiting.results else {}
+        return ParkedStep(step, decisions or {}, results)
+
+    def _decisions(self, folder: Folder) -> dict[str, ApprovalDecision] | None:
         step = self.store.meta().get("parked_step")
         approvals = ApprovalStore(self.store)
         if not step or folder.open_step_uuid != step or approvals.pending():
             return None
         states = approvals.states()
-        decisions = {
+        return {
             a.tool_call_id: Approved() if states.get(a.approval_id) == "approved" else Rejected(None)
             for a in approvals.requests()
         }
-        return ParkedStep(step, decisions)
 
-    def _start(self, reporter: ProgressReporter) -> None:
+    def _start(self, reporter: CardReporter) -> None:
         job = get_current_job()
         set_state(self.store, "running", turn_id=self.turn_id, job=job.id if job else "")
         self.store.redis.hdel(self.store.meta_key, "resume_requested")
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
 
-    def _loop(self, folder: Folder, workspace: Path, reporter: ProgressReporter) -> Loop:
-        tools = tool_setup()
+    def _loop(self, folder: Folder, workspace: Path, reporter: CardReporter) -> Loop:
+        tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
         registry = tools.registry
+        # A sub-agent asks for approval under its parent's rules: the same policy, never less.
         policy = AskForNamedTools(self.settings.approval_tools)
 
         def executor(approver: Approver | None) -> ToolExecutor:
@@ -170,6 +207,7 @@ class TurnJob:
             needs_approval=approval_check(registry, workspace, policy),
             config=self._config(),
             reporter=reporter,
+            deferrals=StepWaits(self.store),
         )
 
     def _config(self) -> LoopConfig:
@@ -192,12 +230,9 @@ class TurnJob:
 
     # -- after ----------------------------------------------------------------------------
 
-    def _finish(self, outcome: TurnOutcome, reporter: ProgressReporter | None) -> str:
-        if outcome.reason == "awaiting_approval":
-            set_state(self.store, "awaiting_approval")
-            if reporter is not None:
-                reporter.finish("awaiting_approval")
-            return outcome.reason
+    def _finish(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        if outcome.reason in PARKED_REASONS:
+            return self._parked(outcome, reporter)
         if reporter is not None:
             reporter.finish(CARD_STATES[outcome.reason])  # type: ignore[arg-type]
         by = cancel_requested_by(self.store.redis, self.store.key)
@@ -208,10 +243,29 @@ class TurnJob:
             self.store.post_notice(notice)
         set_state(self.store, END_STATES[outcome.reason], last_turn_reason=outcome.reason)
         schedule_delivery(self.store.redis, self.store.key)
+        self._end_delegation(outcome, by)
         log.info(
             "turn %s of %s: %s after %d steps", self.turn_id, self.store.key, outcome.reason, outcome.steps
         )
         return outcome.reason
+
+    def _parked(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        set_state(self.store, END_STATES[outcome.reason])
+        if outcome.reason == "awaiting_approval":
+            if reporter is not None:
+                reporter.finish("awaiting_approval")
+            forward_approvals(self.store)  # a sub-agent's requests appear in its root's thread
+        return outcome.reason
+
+    def _end_delegation(self, outcome: TurnOutcome, by: str | None) -> None:
+        """The turn is over: no foreground sub-agent outlives it, and a sub-agent's answer goes up."""
+        StepWaits(self.store).clear()
+        for child in active_children(self.store.redis, self.store.key):
+            info = child_info(SessionStore(self.store.redis, child))
+            if info is not None and info.mode != "background":
+                cancel(self.store.redis, child, by=by or "threadline")
+                forget_child(self.store.redis, self.store.key, child)
+        child_turn_ended(self.store, outcome, turn_timeout_s=self.settings.TURN_TIMEOUT_SECONDS)
 
     def _closing_notices(self, outcome: TurnOutcome, by: str | None) -> list[Notice]:
         turn = self.turn_id
@@ -231,3 +285,9 @@ class TurnJob:
     def _notify(self, notice: Notice) -> None:
         self.store.post_notice(notice)
         schedule_delivery(self.store.redis, self.store.key)
+
+
+def _asks_for_a_turn(message: Message) -> bool:
+    """A person's input, or a sub-agent's answer delivered to an idle session."""
+    origin = message.origin
+    return is_real_user_input(message) or (origin is not None and origin.kind == SUBAGENT_RESULT)

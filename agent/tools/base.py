@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from agent.messages import ContentPart
+from agent.messages import ContentPart, Message
 from agent.tools.accesses import Access
 from agent.tools.cancel import CancelSignal
 from agent.tools.workspace import display_path, resolve_in_workspace
@@ -42,6 +42,10 @@ class ToolResult:
     spill: ToolResultSpill | None = None
     spill_exempt: bool = False
     stop_turn: bool = False
+    # A message to append after this step's results, as a steer (a loaded skill, spec 6).
+    steer: Message | None = None
+    # The outcome comes later from elsewhere (a sub-agent): the loop parks the step until then.
+    deferred: bool = False
 
     def text(self) -> str:
         """The text of the output (text parts concatenated)."""

@@ -1,4 +1,4 @@
-"""`/agent` (SLACK_COMMAND): cancel, resume, status, compact, help, answered ephemerally.
+"""`/agent` (SLACK_COMMAND): cancel, resume, status, compact, skill, skills, help, answered ephemerally.
 
 Slack never delivers a slash command typed inside a thread, so the thread comes as a pasted
 link; without one, `cancel`, `resume` and `status` act on the caller's most recent session in
@@ -9,16 +9,18 @@ given within Slack's 3 seconds because every action is a few Redis calls.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from slack_bolt import Ack, App
 
 from gateway import payload
-from gateway.controls import Verb, act
+from gateway.controls import NO_SESSION, Verb, act
 from gateway.deps import Deps
 from gateway.links import parse_thread_link
+from gateway.skills import SkillRequest, skills_text, use_skill
 from jobs.keys import SessionKey
-from jobs.sessions import latest_session
+from jobs.sessions import latest_session, session_exists
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +37,11 @@ def help_text(command: str) -> str:
             f"• `{command} resume [link]` continues a stopped or interrupted session",
             f"• `{command} status [link]` tells what a session is doing",
             f"• `{command} compact <link>` summarises a long conversation to free context",
+            f"• `{command} skill <name> <link> [args]` gives a session one of its skills",
+            f"• `{command} skills [link]` lists the skills a session can use",
             f"• `{command} help` shows this",
-            "In a thread you can also type `!stop`, `!resume`, `!status` or `!compact`.",
+            "In a thread you can also type `!stop`, `!resume`, `!status`, `!compact` or "
+            "`!skill <name> [args]`.",
         ]
     )
 
@@ -52,6 +57,10 @@ def register(app: App, deps: Deps) -> None:
 def answer(deps: Deps, body: dict[str, Any], command: str) -> str:
     words = (payload.optional_text(body, "text") or "").split()
     name = words[0].lower() if words else "help"
+    if name == "skill":
+        return _skill(deps, body, command)
+    if name == "skills":
+        return _skills(deps, body, words[1:], command)
     if name == "compact":
         return _run(deps, body, "compact", words[1:], command)
     verb = VERBS.get(name)
@@ -86,3 +95,33 @@ def _target(
     if latest is None:
         return None, "You have no agent session in this channel. Give a thread link to pick one."
     return latest, ""
+
+
+def _skill(deps: Deps, body: dict[str, Any], command: str) -> str:
+    """`skill <name> <link> [args]`: the arguments are kept as typed (quotes group words)."""
+    parts = (payload.optional_text(body, "text") or "").strip().split(maxsplit=3)
+    if len(parts) < 3:
+        return f"Which skill, and for which thread? `{command} skill <name> <link to the thread> [args]`"
+    team, user = payload.text(body, "team_id"), payload.text(body, "user_id")
+    ref = parse_thread_link(parts[2])
+    if ref is None:
+        return f"`{parts[2]}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."
+    key = SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts)
+    if not session_exists(deps.redis, key):
+        return NO_SESSION
+    request = SkillRequest(parts[1], parts[3] if len(parts) > 3 else "")
+    # Slack sends no ts with a command; its trigger id names this one request.
+    ts = f"command:{payload.optional_text(body, 'trigger_id') or uuid.uuid4().hex}"
+    result = use_skill(deps, key, user, request, ts=ts)
+    log.info("%s skill %s by %s on %s → %s", command, request.name, user, key, result)
+    return result
+
+
+def _skills(deps: Deps, body: dict[str, Any], rest: list[str], command: str) -> str:
+    team, channel = payload.text(body, "team_id"), payload.text(body, "channel_id")
+    if rest:
+        ref = parse_thread_link(rest[0])
+        if ref is None:
+            return f"`{rest[0]}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."
+        return skills_text(deps, SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts))
+    return skills_text(deps, latest_session(deps.redis, team, channel, payload.text(body, "user_id")))

@@ -1,0 +1,88 @@
+"""The skills a session can use: every `<root>/<name>/SKILL.md`, workspace first, then shared.
+
+A workspace skill hides a shared one of the same name (the session's own copy is the more
+specific one). Files that cannot be parsed are kept as errors, so `/agent skills` can say
+which file is wrong and why instead of silently leaving a skill out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.skills.model import Skill, SkillParseError, SkillSource
+from agent.skills.parsing import parse_skill_file
+
+SKILL_FILE = "SKILL.md"
+WORKSPACE_SKILLS_DIR = ".threadline/skills"  # inside the session workspace
+
+
+@dataclass(frozen=True)
+class SkillRoot:
+    path: Path
+    source: SkillSource
+
+
+@dataclass
+class SkillCatalog:
+    skills: dict[str, Skill] = field(default_factory=dict)
+    errors: list[SkillParseError] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, roots: Iterable[SkillRoot]) -> SkillCatalog:
+        catalog = cls()
+        for root in roots:
+            catalog._load_root(root)
+        return catalog
+
+    def get(self, name: str) -> Skill | None:
+        return self.skills.get(name)
+
+    def for_model(self) -> list[Skill]:
+        """What the model's listing shows: model-invocable skills that are not sub-skills."""
+        return [skill for skill in self.all() if skill.listed_for_model]
+
+    def all(self) -> list[Skill]:
+        return sorted(self.skills.values(), key=lambda skill: skill.name)
+
+    def _load_root(self, root: SkillRoot) -> None:
+        if not root.path.is_dir():
+            return
+        seen_here: set[str] = set()
+        for directory in sorted(root.path.iterdir()):
+            path = directory / SKILL_FILE
+            if not path.is_file():
+                continue
+            parsed = parse_skill_file(path, root.source)
+            if isinstance(parsed, SkillParseError):
+                self.errors.append(parsed)
+            elif parsed.name in seen_here:
+                self.errors.append(SkillParseError(path, f'another skill here is also named "{parsed.name}"'))
+            else:
+                seen_here.add(parsed.name)
+                self.skills.setdefault(parsed.name, parsed)  # an earlier root wins
+
+
+def session_skill_roots(workspace: Path, shared: Path | None) -> list[SkillRoot]:
+    roots = [SkillRoot(workspace / WORKSPACE_SKILLS_DIR, "workspace")]
+    if shared is not None:
+        roots.append(SkillRoot(shared, "shared"))
+    return roots
+
+
+def listing_text(skills: list[Skill]) -> str:
+    """The skills section of the system prompt (empty when the model has no skill to use)."""
+    if not skills:
+        return ""
+    lines = [
+        "Skills: reusable methods written by the team. When one fits the task, call the Skill tool "
+        "with its name (and args if it takes any) before starting; its instructions then arrive "
+        "as a message."
+    ]
+    for skill in skills:
+        line = f"- {skill.name}: {skill.description}"
+        if skill.when_to_use:
+            line += f" When to use: {skill.when_to_use}"
+        lines.append(line)
+    return "\n".join(lines)

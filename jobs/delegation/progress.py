@@ -1,0 +1,164 @@
+"""Progress cards of a delegation tree: sub-agents' tool lines nested under their parent's call.
+
+Every session's reporter keeps its card (`card` key) in Redis. A sub-agent's card is not
+posted anywhere: its lines are written into its parent's `card_children` hash (one field per
+Agent call, or per swarm item) and the parent's card is published again with them nested
+under the line of the call that started the sub-agent (`ToolLine.children`), recursively up
+to the root, whose card is the one the thread shows. Each session's compose-and-publish runs
+under a short lock, so snapshots reach the outbox in the order they were composed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+
+from pydantic import TypeAdapter
+
+from agent.turn_io import CallsDeferred, StepStarted, TurnEvent
+from jobs.delegation.children import ChildInfo, child_info
+from jobs.notices import ProgressNotice, ToolLine, ToolState, TurnCard
+from jobs.progress import ProgressReporter
+from jobs.queues import schedule_delivery
+from jobs.store import SessionStore
+
+WAITING_NOTE = "waiting for {count} sub-agent call(s)…"
+CARD_LOCK_MS = 2_000  # far longer than one compose-and-post; a dead holder frees it by then
+CARD_LOCK_WAIT_S = 2.0  # past this a snapshot is posted unlocked: late beats lost
+CARD_LOCK_POLL_S = 0.01
+ITEM_SEPARATOR = "#"
+_LINES = TypeAdapter(list[ToolLine])
+CARD_TO_LINE: dict[str, ToolState] = {
+    "running": "running",
+    "done": "done",
+    "failed": "failed",
+    "timed_out": "failed",
+    "cancelled": "aborted",
+    "interrupted": "unknown",
+    "awaiting_approval": "awaiting_approval",
+}
+
+
+class CardReporter(ProgressReporter):
+    """The turn's card, stored so sub-agents can nest under it; `resume` continues a parked card."""
+
+    def __init__(self, store: SessionStore, turn_id: str, resume: TurnCard | None = None) -> None:
+        super().__init__(store, turn_id)
+        self.base_steps = 0
+        if resume is None:  # a new card: lines of earlier cards' sub-agents do not belong on it
+            store.redis.delete(store.key.redis_key("card_children"))
+        else:
+            self.card = resume.model_copy(update={"state": "running", "note": None})
+            self.base_steps = resume.steps
+
+    def report(self, event: TurnEvent) -> None:
+        if isinstance(event, CallsDeferred):
+            self._update(note=WAITING_NOTE.format(count=len(event.calls)))
+        elif isinstance(event, StepStarted):
+            self._update(steps=self.base_steps + event.step, note=None)
+        else:
+            super().report(event)
+
+    def _publish(self) -> None:
+        self.store.redis.set(self.store.key.redis_key("card"), self.card.model_dump_json())
+        publish_card(self.store)
+
+
+def stored_card(store: SessionStore) -> TurnCard | None:
+    raw = store.redis.get(store.key.redis_key("card"))
+    return TurnCard.model_validate_json(raw) if raw else None
+
+
+def publish_card(store: SessionStore) -> None:
+    """Compose the session's card with its sub-agents' lines and pass it on: to the thread for a
+    root session, into the parent's card for a sub-agent."""
+    info = child_info(store)
+    with _card_lock(store):
+        card = stored_card(store)
+        if card is None:
+            return
+        composed = compose(card, child_lines(store))
+        if info is None:
+            store.post_notice(ProgressNotice(turn_id=composed.turn_id, card=composed))
+            schedule_delivery(store.redis, store.key)
+            return
+        parent = SessionStore(store.redis, info.parent)
+        field, lines = _lines_for_parent(info, composed)
+        parent.redis.hset(parent.key.redis_key("card_children"), field, _LINES.dump_json(lines))
+    publish_card(parent)
+
+
+def child_lines(store: SessionStore) -> dict[str, list[ToolLine]]:
+    raw = store.redis.hgetall(store.key.redis_key("card_children"))
+    return {field.decode(): _LINES.validate_json(value) for field, value in raw.items()}
+
+
+def compose(card: TurnCard, children: dict[str, list[ToolLine]]) -> TurnCard:
+    if not children:
+        return card
+    tools = []
+    for line in card.tools:
+        nested = _nested(line.tool_call_id, children)
+        tools.append(line.model_copy(update={"children": nested}) if nested else line)
+    return card.model_copy(update={"tools": tools})
+
+
+def _nested(call_id: str, children: dict[str, list[ToolLine]]) -> list[ToolLine]:
+    own = children.get(call_id, [])
+    prefix = call_id + ITEM_SEPARATOR
+    items = sorted(
+        (int(field[len(prefix) :]), lines) for field, lines in children.items() if field.startswith(prefix)
+    )
+    return [*own, *(line for _, lines in items for line in lines)]
+
+
+def _lines_for_parent(info: ChildInfo, card: TurnCard) -> tuple[str, list[ToolLine]]:
+    if info.item is None:
+        return info.call_id, card.tools
+    field = f"{info.call_id}{ITEM_SEPARATOR}{info.item}"
+    line = ToolLine(
+        tool_call_id=field,
+        name="agent",
+        summary=_one_line(info.description),
+        state=CARD_TO_LINE.get(card.state, "running"),
+        started_at=card.started_at,
+        ended_at=None if card.state == "running" else card.updated_at,
+        children=card.tools,
+    )
+    return field, [line]
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@contextlib.contextmanager
+def _card_lock(store: SessionStore) -> Iterator[None]:
+    key = store.key.redis_key("card_lock")
+    token = f"{time.monotonic_ns()}"
+    deadline = time.monotonic() + CARD_LOCK_WAIT_S
+    while not store.redis.set(key, token, nx=True, px=CARD_LOCK_MS):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(CARD_LOCK_POLL_S)
+    try:
+        yield
+    finally:
+        if store.redis.get(key) == token.encode():
+            store.redis.delete(key)
+
+
+def close_card(store: SessionStore, state: str) -> None:
+    """Publish the stored card in a final state (a parked turn stopped from outside)."""
+    card = stored_card(store)
+    if card is None:
+        return
+    tools = [
+        line.model_copy(update={"state": "aborted"}) if line.state == "running" else line
+        for line in card.tools
+    ]
+    final = card.model_copy(update={"state": state, "tools": tools, "note": None, "updated_at": time.time()})
+    store.redis.set(store.key.redis_key("card"), final.model_dump_json())
+    publish_card(store)
