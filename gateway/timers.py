@@ -1,6 +1,7 @@
 """Deliveries that must happen later: a throttled card edit, a status refresh, a sweep after a
-lock expires, a retry after Slack's Retry-After, a watchdog for a run that may die. RQ's
-scheduler runs them; a flag per purpose keeps one pending timer of each kind per thread."""
+lock expires, a retry after Slack's Retry-After, a watchdog for a run that may die. They are
+RQ `enqueue_at` jobs that every worker releases when due (jobs.due_jobs); a flag per purpose
+keeps one pending timer of each kind per thread."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from jobs.queues import DELIVERY_JOB, DELIVERY_TIMEOUT_S, SLACK_QUEUE, queue
 
 def deliver_later(redis: Redis, key: SessionKey, purpose: str, seconds: float) -> bool:
     """Schedule a delivery of `key` in `seconds` unless one for `purpose` is already pending."""
-    # RQ keeps scheduled times in whole seconds (truncated), so a job could start up to a
-    # second early; rounding up makes "later" never mean "sooner".
+    # RQ keeps scheduled times in whole seconds (truncated), so a job could be released up to
+    # a second early; rounding up makes "later" never mean "sooner".
     due = math.ceil(time.time() + max(seconds, 0.001))
     flag = key.redis_key(f"timer:{purpose}")
     if not redis.set(flag, "1", nx=True, px=max(1, int((due - time.time()) * 1000))):

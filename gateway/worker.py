@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 import threading
 
@@ -23,8 +24,9 @@ from rq import SimpleWorker, Worker
 import gateway.delivery
 import jobs.compaction_job
 import jobs.turn
+from gateway.lifeline import die_with_parent
 from gateway.processes import run_together
-from jobs import janitor, runtime
+from jobs import due_jobs, janitor, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
@@ -46,8 +48,21 @@ def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
             return
 
 
+def _release_due(redis: Redis, stop: threading.Event) -> None:
+    """Every worker moves due `enqueue_at` jobs to their queues (see jobs.due_jobs for why)."""
+    queues = [queue(redis, name) for name in (SLACK_QUEUE, TURNS_QUEUE)]
+    while not stop.wait(due_jobs.TICK_S):
+        try:
+            for each in queues:
+                due_jobs.release_due_jobs(redis, each)
+        except Exception:  # Redis away for a moment: the next tick tries again
+            logging.getLogger(__name__).warning("releasing due jobs failed", exc_info=True)
+
+
 WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
 
+
+SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `supervise` for the workers it starts
 
 ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
 
@@ -57,10 +72,12 @@ def supervise(turn_workers: int, passthrough: list[str]) -> int:
     me = [sys.executable, "-m", "gateway.cli", "worker", *passthrough]
     commands = {"delivery": [*me, "--role", "delivery"]}
     commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
-    return run_together(commands)
+    return run_together(commands, env={**os.environ, SUPERVISOR_PID: str(os.getpid())})
 
 
 def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:
+    if SUPERVISOR_PID in os.environ:
+        die_with_parent(int(os.environ[SUPERVISOR_PID]))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
@@ -75,13 +92,13 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     redis = Redis.from_url(settings.REDIS_URL or "")
     queues = [queue(redis, name) for name in ROLE_QUEUES[role]]
     stop = threading.Event()
-    threading.Thread(
-        target=_janitor,
-        args=(redis_from_url(settings.REDIS_URL or ""), stop, settings.JANITOR_INTERVAL_SECONDS),
-        daemon=True,
-    ).start()
+    url = settings.REDIS_URL or ""
+    background = ((_janitor, (redis_from_url(url), stop, settings.JANITOR_INTERVAL_SECONDS)),
+                  (_release_due, (redis_from_url(url), stop)))  # fmt: skip
+    for target, args in background:
+        threading.Thread(target=target, args=args, daemon=True).start()
     try:
         worker = WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)
-        worker.work(burst=burst, with_scheduler=True)
+        worker.work(burst=burst, with_scheduler=False)
     finally:
         stop.set()
