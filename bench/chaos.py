@@ -24,6 +24,7 @@ import random
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,9 +118,8 @@ def _delayed(reply: Reply, delay: float) -> Reply:
 
 
 def one_run(
-    index: int, rng: random.Random, redis: Redis, slack: FakeSlack, llm: FakeLLM, stack: Stack
+    index: int, point: str, rng: random.Random, redis: Redis, slack: FakeSlack, llm: FakeLLM, stack: Stack
 ) -> RunResult:
-    point = rng.choice(KILL_POINTS)
     scenario = Scenario(llm, stack.logs.parent / f"ran-{index}.log", rng)
     llm.default = scenario.reply
     root = slack.add_user_message("C1", f"run {index}", user="U1")
@@ -207,7 +207,10 @@ def _wait(check, what: str, timeout: float = DEADLINE_S) -> None:
         time.sleep(0.02)
 
 
-def run_chaos(runs: int, seed: int, redis_url: str, workdir: Path) -> ChaosReport:
+def run_chaos(
+    runs: int, seed: int, redis_url: str, workdir: Path, points: Sequence[str] | None = None
+) -> ChaosReport:
+    """`runs` kills at random points, or at `points` in turn when given (what CI uses)."""
     rng = random.Random(seed)
     redis = Redis.from_url(redis_url)
     redis.flushdb()
@@ -218,7 +221,8 @@ def run_chaos(runs: int, seed: int, redis_url: str, workdir: Path) -> ChaosRepor
     report = ChaosReport()
     try:
         for index in range(runs):
-            report.runs.append(one_run(index, rng, redis, slack, llm, stack))
+            point = points[index % len(points)] if points else rng.choice(KILL_POINTS)
+            report.runs.append(one_run(index, point, rng, redis, slack, llm, stack))
     finally:
         stack.stop()
         slack.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from redis import Redis
@@ -14,7 +15,33 @@ from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 
 # Never the developer's REDIS_URL: these tests flush the database they are given.
-TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REQUESTED_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _database_nobody_else_uses(url: str) -> str:
+    """The requested database, or the highest-numbered one no other client is connected to.
+
+    A worker left running by an earlier, killed test run keeps blocking on `turns` in the
+    database it was given, even after a flush, and would steal this run's jobs.
+    """
+    client = Redis.from_url(url)
+    try:
+        mine = client.client_id()
+        busy = {int(c["db"]) for c in client.client_list() if int(c["id"]) != mine}
+        requested = int(client.connection_pool.connection_kwargs.get("db", 0))
+    except Exception:  # no server yet: the `redis` fixture says so plainly
+        return url
+    finally:
+        client.close()
+    for db in (requested, *range(15, 0, -1)):
+        if db not in busy:
+            if db != requested:
+                print(f"\nRedis database {requested} has other clients (a stray worker?): using {db}")
+            return urlsplit(url)._replace(path=f"/{db}").geturl()
+    raise pytest.UsageError(f"every database of {url} has other clients; set TEST_REDIS_URL")
+
+
+TEST_REDIS_URL = _database_nobody_else_uses(REQUESTED_REDIS_URL)
 
 
 @pytest.fixture
