@@ -60,6 +60,12 @@ def _run(args: argparse.Namespace) -> int:
     return run_together({"web": [*me, "web"], "worker": [*me, "worker"]})
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from gateway.doctor import run_doctor
+
+    return run_doctor(Settings.load())
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="threadline", description="A Slack gateway for a coding agent.")
     commands = parser.add_subparsers(required=True, metavar="command")
@@ -94,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument("--socket", action="store_true", help="a manifest for Socket Mode")
     manifest.add_argument("--name", default="threadline", help="the app's name in Slack")
     manifest.set_defaults(run=_manifest)
+    doctor = commands.add_parser("doctor", help="check Redis, the Slack token, the model and the workspace")
+    doctor.set_defaults(run=_doctor)
     return parser
 
 
