@@ -66,6 +66,17 @@ def _doctor(args: argparse.Namespace) -> int:
     return run_doctor(Settings.load())
 
 
+def _sandbox(args: argparse.Namespace) -> int:
+    from gateway.sandbox.embedded_redis import EmbeddedRedisError
+    from gateway.sandbox.run import run_sandbox
+
+    try:
+        return run_sandbox(args.port, say=lambda line: print(line, flush=True))
+    except EmbeddedRedisError as error:
+        print(f"threadline: {error}", file=sys.stderr)
+        return 2
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="threadline", description="A Slack gateway for a coding agent.")
     commands = parser.add_subparsers(required=True, metavar="command")
@@ -102,6 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     manifest.set_defaults(run=_manifest)
     doctor = commands.add_parser("doctor", help="check Redis, the Slack token, the model and the workspace")
     doctor.set_defaults(run=_doctor)
+    sandbox = commands.add_parser(
+        "sandbox", help="everything on this machine, with Slack played by a local page (prints its URL)"
+    )
+    sandbox.add_argument("--port", type=int, default=None, help="port of the sandbox page (default 3001)")
+    sandbox.set_defaults(run=_sandbox)
     return parser
 
 
