@@ -8,9 +8,11 @@ missing get sandbox values; SLACK_API_URL always points at the fake, whose state
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -23,7 +25,7 @@ import httpx
 from gateway.processes import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.page import SandboxPage
+from gateway.sandbox.page import CHANNELS, SandboxPage
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 
 LOCAL_DIR = Path(".threadline-local")
@@ -43,10 +45,19 @@ class SandboxConfig:
     notes: tuple[str, ...]
 
 
-def sandbox_config(environ: Mapping[str, str], fake_api_url: str, redis_url: str) -> SandboxConfig:
-    """Fill in what a sandbox needs; say which of the person's settings it overrides."""
+def sandbox_config(
+    environ: Mapping[str, str], fake_api_url: str, redis_url: str, checkout: Path | None = None
+) -> SandboxConfig:
+    """Fill in what a sandbox needs; say which of the person's settings it overrides.
+
+    With no CHANNEL_REPOS, sessions in the first channel start from a clone of `checkout` (the
+    git repository the sandbox runs in), so the demo's `list the files` has something to show.
+    """
     env = dict(environ)
     notes: list[str] = []
+    if checkout is not None and not env.get("CHANNEL_REPOS"):
+        env["CHANNEL_REPOS"] = json.dumps({CHANNELS[0].id: str(checkout)})
+        notes.append(f"#{CHANNELS[0].name} sessions start from a clone of {checkout} (CHANNEL_REPOS)")
     secret = env.get("SLACK_SIGNING_SECRET") or secrets.token_hex(16)
     api_url = env.get("SLACK_API_URL")
     if api_url and api_url != SLACK_DEFAULT_API_URL:
@@ -61,6 +72,17 @@ def sandbox_config(environ: Mapping[str, str], fake_api_url: str, redis_url: str
     )
     env.pop("SLACK_APP_TOKEN", None)  # the sandbox speaks HTTP, never Socket Mode
     return SandboxConfig(env=env, signing_secret=secret, web_port=web_port, notes=tuple(notes))
+
+
+def git_checkout(directory: Path) -> Path | None:
+    """The root of the git repository `directory` is in, if any."""
+    try:
+        found = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=directory, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
 
 
 def port_or_free(preferred: int) -> int:
@@ -82,7 +104,7 @@ def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print
     try:
         redis_url = embedded.start() if embedded else os.environ["REDIS_URL"]
         fake = FakeSlack(bot_token=os.environ.get("SLACK_BOT_TOKEN") or SANDBOX_BOT_TOKEN).start()
-        config = sandbox_config(os.environ, fake.api_url, redis_url)
+        config = sandbox_config(os.environ, fake.api_url, redis_url, git_checkout(Path.cwd()))
         web_url = f"http://127.0.0.1:{config.web_port}"
         page = SandboxPage(
             fake, f"{web_url}/slack/events", config.signing_secret, command=settings.SLACK_COMMAND,
