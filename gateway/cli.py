@@ -60,6 +60,23 @@ def _run(args: argparse.Namespace) -> int:
     return run_together({"web": [*me, "web"], "worker": [*me, "worker"]})
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from gateway.doctor import run_doctor
+
+    return run_doctor(Settings.load())
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from gateway.sandbox.embedded_redis import EmbeddedRedisError
+    from gateway.sandbox.run import run_sandbox
+
+    try:
+        return run_sandbox(args.port, say=lambda line: print(line, flush=True))
+    except EmbeddedRedisError as error:
+        print(f"threadline: {error}", file=sys.stderr)
+        return 2
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="threadline", description="A Slack gateway for a coding agent.")
     commands = parser.add_subparsers(required=True, metavar="command")
@@ -94,6 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument("--socket", action="store_true", help="a manifest for Socket Mode")
     manifest.add_argument("--name", default="threadline", help="the app's name in Slack")
     manifest.set_defaults(run=_manifest)
+    doctor = commands.add_parser("doctor", help="check Redis, the Slack token, the model and the workspace")
+    doctor.set_defaults(run=_doctor)
+    sandbox = commands.add_parser(
+        "sandbox", help="everything on this machine, with Slack played by a local page (prints its URL)"
+    )
+    sandbox.add_argument("--port", type=int, default=None, help="port of the sandbox page (default 3001)")
+    sandbox.set_defaults(run=_sandbox)
     return parser
 
 

@@ -25,7 +25,8 @@ class EmbeddedRedisError(RuntimeError):
 
 class EmbeddedRedis:
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
+        # Absolute: redis-server changes into --dir before it opens a relative --logfile.
+        self.directory = directory.resolve()
         self.url: str | None = None
         self.how = ""
         self._process: subprocess.Popen[bytes] | None = None

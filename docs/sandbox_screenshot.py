@@ -1,0 +1,33 @@
+"""Take docs/sandbox.png: a finished turn in a running sandbox, in headless Chromium.
+
+make run                                   # in another terminal; note the Sandbox URL
+.venv/bin/python docs/sandbox_screenshot.py http://127.0.0.1:3001/ docs/sandbox.png
+"""
+
+from __future__ import annotations
+
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+TIMEOUT_MS = 30_000
+
+
+def main(url: str, out: str) -> None:
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+        page.goto(url)
+        page.fill("#channel-input", "@agent list the files")
+        page.press("#channel-input", "Enter")
+        thread = page.locator("#thread-messages")
+        expect(thread).to_contain_text("here is what the tool returned")
+        expect(thread.locator(".message.bot").first).to_contain_text("Done")
+        page.screenshot(path=out)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

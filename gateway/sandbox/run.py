@@ -1,0 +1,159 @@
+"""`threadline sandbox`: the whole product on one machine, with Slack played by a local page.
+
+Starts an embedded Redis when REDIS_URL is unset, the fake Slack Web API, the real `web` and
+`worker` processes (the Procfile's commands) and the sandbox page, then prints the page's URL.
+The model is LLM_BASE_URL when set, else the built-in demo model. Slack settings that are
+missing get sandbox values; SLACK_API_URL always points at the fake, whose state the page shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from gateway.processes import run_together
+from gateway.sandbox.embedded_redis import EmbeddedRedis
+from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.page import CHANNELS, SandboxPage
+from jobs.settings import SLACK_DEFAULT_API_URL, Settings
+
+LOCAL_DIR = Path(".threadline-local")
+SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"
+WEB_PORT = 3000  # the production default; another free port when it is taken
+PAGE_PORT = 3001
+READY_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """The environment the web and worker processes get, and what the page needs to drive them."""
+
+    env: dict[str, str]
+    signing_secret: str
+    web_port: int
+    notes: tuple[str, ...]
+
+
+def sandbox_config(
+    environ: Mapping[str, str], fake_api_url: str, redis_url: str, checkout: Path | None = None
+) -> SandboxConfig:
+    """Fill in what a sandbox needs; say which of the person's settings it overrides.
+
+    With no CHANNEL_REPOS, sessions in the first channel start from a clone of `checkout` (the
+    git repository the sandbox runs in), so the demo's `list the files` has something to show.
+    """
+    env = dict(environ)
+    notes: list[str] = []
+    if checkout is not None and not env.get("CHANNEL_REPOS"):
+        env["CHANNEL_REPOS"] = json.dumps({CHANNELS[0].id: str(checkout)})
+        notes.append(f"#{CHANNELS[0].name} sessions start from a clone of {checkout} (CHANNEL_REPOS)")
+    secret = env.get("SLACK_SIGNING_SECRET") or secrets.token_hex(16)
+    api_url = env.get("SLACK_API_URL")
+    if api_url and api_url != SLACK_DEFAULT_API_URL:
+        notes.append(f"SLACK_API_URL={api_url} is replaced by the sandbox's fake Slack")
+    web_port = int(env["PORT"]) if env.get("PORT") else port_or_free(WEB_PORT)
+    env.update(
+        SLACK_SIGNING_SECRET=secret,
+        SLACK_BOT_TOKEN=env.get("SLACK_BOT_TOKEN") or SANDBOX_BOT_TOKEN,
+        SLACK_API_URL=fake_api_url,
+        REDIS_URL=redis_url,
+        PORT=str(web_port),
+    )
+    env.pop("SLACK_APP_TOKEN", None)  # the sandbox speaks HTTP, never Socket Mode
+    return SandboxConfig(env=env, signing_secret=secret, web_port=web_port, notes=tuple(notes))
+
+
+def git_checkout(directory: Path) -> Path | None:
+    """The root of the git repository `directory` is in, if any."""
+    try:
+        found = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=directory, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
+
+
+def port_or_free(preferred: int) -> int:
+    """`preferred` when nothing listens there, else a free port the system picks."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+
+
+def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print) -> int:
+    settings = Settings.load()  # an invalid setting stops here, with its one line
+    embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis(LOCAL_DIR / "redis")
+    fake: FakeSlack | None = None
+    page: SandboxPage | None = None
+    try:
+        redis_url = embedded.start() if embedded else os.environ["REDIS_URL"]
+        fake = FakeSlack(bot_token=os.environ.get("SLACK_BOT_TOKEN") or SANDBOX_BOT_TOKEN).start()
+        config = sandbox_config(os.environ, fake.api_url, redis_url, git_checkout(Path.cwd()))
+        web_url = f"http://127.0.0.1:{config.web_port}"
+        page = SandboxPage(
+            fake, f"{web_url}/slack/events", config.signing_secret, command=settings.SLACK_COMMAND,
+            port=page_port if page_port is not None else port_or_free(PAGE_PORT),
+        ).start()  # fmt: skip
+        for line in _summary(config, embedded, settings, fake, web_url, page.url):
+            say(line)
+        threading.Thread(target=_announce_ready, args=(web_url, page.url, say), daemon=True).start()
+        me = [sys.executable, "-m", "gateway.cli"]
+        return run_together({"web": [*me, "web"], "worker": [*me, "worker"]}, env=config.env)
+    finally:
+        for part in (page, fake, embedded):
+            if part is not None:
+                part.stop()
+
+
+def _summary(
+    config: SandboxConfig,
+    embedded: EmbeddedRedis | None,
+    settings: Settings,
+    fake: FakeSlack,
+    web_url: str,
+    page_url: str,
+) -> list[str]:
+    model = (
+        f"{settings.LLM_BASE_URL} ({settings.LLM_MODEL})"
+        if settings.LLM_BASE_URL
+        else "the built-in demo model (set LLM_BASE_URL, LLM_MODEL, LLM_API_KEY for a real one)"
+    )
+    redis = f"embedded, {embedded.how} ({config.env['REDIS_URL']})" if embedded else config.env["REDIS_URL"]
+    return [
+        "threadline sandbox",
+        f"  redis   {redis}",
+        f"  slack   fake Web API at {fake.api_url}",
+        f"  web     {web_url}/slack/events (signed requests, as from Slack)",
+        f"  model   {model}",
+        *(f"  note    {note}" for note in config.notes),
+        f"Sandbox: {page_url}  (open it in a browser; Ctrl-C stops everything)",
+    ]
+
+
+def _announce_ready(web_url: str, page_url: str, say: Callable[[str], None]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{web_url}/healthz", timeout=1).status_code == 200:
+                say(f"threadline sandbox: ready at {page_url}")
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    say(f"threadline sandbox: web did not answer {web_url}/healthz within {READY_TIMEOUT_S}s")
