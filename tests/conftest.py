@@ -18,11 +18,12 @@ from gateway.sandbox.stack import BOT_TOKEN, Stack
 REQUESTED_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
-def _database_nobody_else_uses(url: str) -> str:
-    """The requested database, or the highest-numbered one no other client is connected to.
+def _database_nobody_else_uses(url: str, worker: int) -> str:
+    """The requested database (for pytest-xdist's worker N, the N-th free one counting down).
 
-    A worker left running by an earlier, killed test run keeps blocking on `turns` in the
-    database it was given, even after a flush, and would steal this run's jobs.
+    Skips databases other clients are connected to: a worker left running by an earlier,
+    killed test run keeps blocking on `turns` in the database it was given, even after a
+    flush, and would steal this run's jobs.
     """
     client = Redis.from_url(url)
     try:
@@ -33,15 +34,16 @@ def _database_nobody_else_uses(url: str) -> str:
         return url
     finally:
         client.close()
-    for db in (requested, *range(15, 0, -1)):
-        if db not in busy:
-            if db != requested:
-                print(f"\nRedis database {requested} has other clients (a stray worker?): using {db}")
-            return urlsplit(url)._replace(path=f"/{db}").geturl()
-    raise pytest.UsageError(f"every database of {url} has other clients; set TEST_REDIS_URL")
+    free = [db for db in dict.fromkeys((requested, *range(15, 0, -1))) if db not in busy]
+    if len(free) <= worker:
+        raise pytest.UsageError(f"not enough databases of {url} without other clients; set TEST_REDIS_URL")
+    if free[worker] != requested and worker == 0:
+        print(f"\nRedis database {requested} has other clients (a stray worker?): using {free[0]}")
+    return urlsplit(url)._replace(path=f"/{free[worker]}").geturl()
 
 
-TEST_REDIS_URL = _database_nobody_else_uses(REQUESTED_REDIS_URL)
+XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+TEST_REDIS_URL = _database_nobody_else_uses(REQUESTED_REDIS_URL, XDIST_WORKER)
 
 
 @pytest.fixture
