@@ -43,39 +43,31 @@ def _envelope(event: dict[str, Any]) -> dict[str, Any]:
 
 def app_mention(message: dict[str, Any]) -> dict[str, Any]:
     """The `app_mention` event Slack sends for a stored message that mentions the bot."""
-    event = {
-        "client_msg_id": str(uuid.uuid4()),
-        "type": "app_mention",
-        "text": message["text"],
-        "user": message["user"],
-        "ts": message["ts"],
-        "team": TEAM_ID,
-        "channel": message["channel"],
-        "event_ts": message["ts"],
-    }
-    if message.get("thread_ts"):
-        event["thread_ts"] = message["thread_ts"]
-    return _envelope(event)
+    return _envelope(_event("app_mention", message))
 
 
 def channel_message(message: dict[str, Any], parent_user: str | None = None) -> dict[str, Any]:
     """The `message` event (message.channels) Slack sends for every message a person posts."""
+    event = {**_event("message", message), "channel_type": "channel"}
+    if message.get("thread_ts") and parent_user:
+        event["parent_user_id"] = parent_user
+    return _envelope(event)
+
+
+def _event(kind: str, message: dict[str, Any]) -> dict[str, Any]:
     event = {
         "client_msg_id": str(uuid.uuid4()),
-        "type": "message",
+        "type": kind,
         "text": message["text"],
         "user": message["user"],
         "ts": message["ts"],
         "team": TEAM_ID,
         "channel": message["channel"],
         "event_ts": message["ts"],
-        "channel_type": "channel",
     }
     if message.get("thread_ts"):
         event["thread_ts"] = message["thread_ts"]
-        if parent_user:
-            event["parent_user_id"] = parent_user
-    return _envelope(event)
+    return event
 
 
 def events_for(message: dict[str, Any], parent_user: str | None = None) -> list[dict[str, Any]]:
