@@ -55,6 +55,12 @@ class Run:
     def percentile_ms(self, q: float) -> float:
         return percentile(self.latencies_ms(), q)
 
+    def worst(self) -> tuple[float, float]:
+        """The slowest answered request: its latency (ms) and when it was due (s into the run)."""
+        answered = [(o.latency_s, i) for i, o in enumerate(self.outcomes) if o.status == 200]
+        latency, index = max(answered, default=(float("nan"), 0))
+        return latency * 1000, index / self.rate
+
     def late_percentile_ms(self, q: float) -> float:
         return percentile(sorted(o.late_s * 1000 for o in self.outcomes), q)
 
@@ -192,14 +198,16 @@ async def run_open_loop(
     requests: Sequence[bytes],
     rate: float,
     *,
-    connections: int = 16,
     timeout_s: float = TIMEOUT_S,
 ) -> Run:
-    """Send `requests` at `rate` per second on a schedule; `connections` are opened beforehand."""
+    """Send `requests` at `rate` per second on a schedule, on as many connections as it takes.
+
+    None is opened ahead: gunicorn's gthread worker reads a new connection's first request on
+    one of its threads, so an idle connection opened early holds a thread until its first
+    request arrives, and the first requests would queue behind connections nobody uses yet.
+    """
     pool = _Pool(host, port)
     loop = asyncio.get_running_loop()
-    for connection in await asyncio.gather(*(pool.open() for _ in range(connections))):
-        pool.give(connection, loop.time())
     generator = _Generator(pool, timeout_s)
     tasks: list[asyncio.Task[Outcome]] = []
     t0 = loop.time() + START_DELAY_S
