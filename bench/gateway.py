@@ -144,13 +144,13 @@ def _answers(stack: Stack) -> bool:
 
 
 def drain(redis: Redis) -> int:
-    """Throw away the turn and delivery backlog, wait for running jobs to end; returns the backlog."""
-    backlog = 0
-    for name in (TURNS_QUEUE, SLACK_QUEUE):
-        backlog += queue(redis, name).count if name == TURNS_QUEUE else 0
+    """Throw away the turn and delivery backlog and let running jobs end; returns the turn backlog."""
+    backlog = queue(redis, TURNS_QUEUE).count
+    names = (TURNS_QUEUE, SLACK_QUEUE)
+    for name in names:
         queue(redis, name).empty()
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
-    while any(StartedJobRegistry(name, connection=redis).count for name in (TURNS_QUEUE, SLACK_QUEUE)):
+    while any(StartedJobRegistry(name, connection=redis).count for name in names):
         if time.monotonic() > deadline:
             break
         time.sleep(0.1)
