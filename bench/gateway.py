@@ -227,9 +227,10 @@ HEADER = (
     f"{'errors':>6} {'late p99':>8} {'conns':>5}  p99 ratio"
 )
 LEGEND = (
-    "max at: seconds into the run the slowest request was due; late p99: how far behind schedule "
-    "the generator wrote requests (its own lag);\nconns: connections opened (grows when the server "
-    "falls behind); errors: non-200 answers + connection errors + no answer in 10 s"
+    "max at: seconds into the run the slowest request was due; late p99: scheduled time -> request "
+    "written (the generator's lag, plus\nconnecting and, past 2,000 connections, waiting for one); "
+    "conns: connections opened (grows when the server falls behind);\nerrors: non-200 answers + "
+    "connection errors + no answer within 10 s"
 )
 
 

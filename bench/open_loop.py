@@ -31,7 +31,7 @@ ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, Timeo
 class Outcome:
     latency_s: float  # scheduled send time → last byte of the response (or the failure)
     status: int  # 0: connection error or timeout
-    late_s: float  # scheduled send time → request written (the generator's own lag)
+    late_s: float  # scheduled send time → request written (generator lag, connecting, pool cap)
 
 
 @dataclass
