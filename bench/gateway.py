@@ -32,7 +32,7 @@ from typing import Any
 from redis import Redis
 from rq.registry import StartedJobRegistry
 
-from bench.open_loop import Run, post, run_open_loop
+from bench.open_loop import Run, get, post, run_open_loop
 from gateway.sandbox.fake_slack import BOT_USER_ID
 from gateway.sandbox.signing import event_request
 from gateway.sandbox.stack import BOT_TOKEN, READY_TIMEOUT_S, SIGNING_SECRET, Stack
@@ -41,6 +41,9 @@ from jobs.queues import SLACK_QUEUE, TURNS_QUEUE, queue
 
 HOST = "127.0.0.1"
 CHANNELS = 8  # "a handful": sessions spread over channels as a real workspace's would
+# Slack delivers from many hosts over many connections; one per gunicorn thread (2 x 8) spreads
+# events over both worker processes, as far as gunicorn's accept race spreads the connections.
+CONNECTIONS = 16
 SELF_CHECK_RATE = 1_000
 SELF_CHECK_SECONDS = 5.0
 # Before the clock, at the run's own rate: imports, the one auth.test, gunicorn's threads and
@@ -86,8 +89,9 @@ def signed_mentions(port: int, run: int, count: int, channels: int = CHANNELS) -
     return requests
 
 
-def fire(port: int, requests: list[bytes], rate: float) -> Run:
-    return asyncio.run(run_open_loop(HOST, port, requests, rate))
+def fire(port: int, requests: list[bytes], rate: float, connections: int = 0) -> Run:
+    prime = get(HOST, port, "/healthz")
+    return asyncio.run(run_open_loop(HOST, port, requests, rate, connections=connections, prime=prime))
 
 
 # -- the processes ------------------------------------------------------------------------------
@@ -168,9 +172,9 @@ class Pair:
     backlog: int  # turns still queued when threadline's window ended
 
 
-def measure(port: int, run: int, rate: int, seconds: float) -> Run:
-    fire(port, signed_mentions(port, 10_000 + run, int(rate * WARM_UP_SECONDS)), rate)
-    return fire(port, signed_mentions(port, run, int(rate * seconds)), rate)
+def measure(port: int, run: int, rate: int, seconds: float, connections: int) -> Run:
+    fire(port, signed_mentions(port, 10_000 + run, int(rate * WARM_UP_SECONDS)), rate, connections)
+    return fire(port, signed_mentions(port, run, int(rate * seconds)), rate, connections)
 
 
 def compare(args: argparse.Namespace) -> list[Pair]:
@@ -187,8 +191,8 @@ def compare(args: argparse.Namespace) -> list[Pair]:
             threadline = stacks["threadline"].start(workers=args.workers)
             bare = start_bare(stacks["bare"])
             for number, rate in enumerate(args.rates):
-                bare_run = measure(bare.port, 2 * number, rate, args.seconds)
-                ours = measure(threadline.port, 2 * number + 1, rate, args.seconds)
+                bare_run = measure(bare.port, 2 * number, rate, args.seconds, args.connections)
+                ours = measure(threadline.port, 2 * number + 1, rate, args.seconds, args.connections)
                 pairs.append(Pair(rate, bare_run, ours, drain(redis)))
         finally:
             for stack in stacks.values():
@@ -199,7 +203,7 @@ def compare(args: argparse.Namespace) -> list[Pair]:
 # -- the report ---------------------------------------------------------------------------------
 
 
-def self_check(rate: int, seconds: float) -> Run:
+def self_check(rate: int, seconds: float, connections: int) -> Run:
     command = [sys.executable, "-m", "bench.open_loop", "--serve"]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -207,7 +211,7 @@ def self_check(rate: int, seconds: float) -> Run:
         port = int(process.stdout.readline())
         body = json.dumps(mention(0, 0, 1)).encode()
         requests = [post(HOST, port, "/", body, {"Content-Type": "application/json"})] * int(rate * seconds)
-        return fire(port, requests, rate)
+        return fire(port, requests, rate, connections)
     finally:
         assert process.stdin is not None
         process.stdin.close()
@@ -285,6 +289,12 @@ def main() -> None:
     parser.add_argument("--rates", type=_rates, default=[100, 200, 400])
     parser.add_argument("--workers", type=int, default=1, help="`threadline worker` processes")
     parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
+    parser.add_argument(
+        "--connections",
+        type=int,
+        default=CONNECTIONS,
+        help="keep-alive connections opened (and primed) ahead",
+    )
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     parser.add_argument("--self-check", action="store_true", help="only check the generator")
     parser.add_argument("--self-check-seconds", type=float, default=SELF_CHECK_SECONDS)
@@ -292,7 +302,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve_fakes:
         return serve_fakes()
-    print_self_check(self_check(SELF_CHECK_RATE, args.self_check_seconds), args.self_check_seconds)
+    print_self_check(
+        self_check(SELF_CHECK_RATE, args.self_check_seconds, args.connections), args.self_check_seconds
+    )
     if not args.self_check:
         print_table(compare(args), args)
 

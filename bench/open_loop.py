@@ -73,6 +73,10 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered), int(rank)) - 1]
 
 
+def get(host: str, port: int, path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+
+
 def post(host: str, port: int, path: str, body: bytes, headers: Mapping[str, str]) -> bytes:
     """One HTTP/1.1 POST, keep-alive, as raw bytes."""
     lines = [f"POST {path} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
@@ -95,7 +99,10 @@ class _Connection:
 class _Pool:
     host: str
     port: int
-    idle: list[_Connection] = field(default_factory=list)  # a stack: the warmest one is reused
+    # Oldest first, so every open connection carries its share: gunicorn ties each connection
+    # to the worker process that accepted it, and reusing only the warmest few would load one
+    # process and leave the other idle.
+    idle: deque[_Connection] = field(default_factory=deque)
     waiters: deque[asyncio.Future[_Connection]] = field(default_factory=deque)
     open_count: int = 0
     opened: int = 0
@@ -112,7 +119,7 @@ class _Pool:
 
     async def take(self, now: float) -> _Connection:
         while self.idle:
-            connection = self.idle.pop()
+            connection = self.idle.popleft()
             if now - connection.last_used < IDLE_LIMIT_S:
                 return connection
             self.discard(connection)
@@ -198,16 +205,21 @@ async def run_open_loop(
     requests: Sequence[bytes],
     rate: float,
     *,
+    connections: int = 0,
+    prime: bytes | None = None,
     timeout_s: float = TIMEOUT_S,
 ) -> Run:
-    """Send `requests` at `rate` per second on a schedule, on as many connections as it takes.
-
-    None is opened ahead: gunicorn's gthread worker reads a new connection's first request on
-    one of its threads, so an idle connection opened early holds a thread until its first
-    request arrives, and the first requests would queue behind connections nobody uses yet.
+    """Send `requests` at `rate` per second on a schedule, opening more connections when all
+    are busy. `connections` are opened before the clock starts, each carrying `prime` first:
+    gunicorn's gthread worker reads a new connection's first request on one of its threads, so
+    a connection opened early and left silent would hold a thread until its first request.
     """
     pool = _Pool(host, port)
     loop = asyncio.get_running_loop()
+    if connections:
+        if prime is None:
+            raise ValueError("connections opened ahead need a request to prime them with")
+        await _open_primed(pool, connections, prime, timeout_s)
     generator = _Generator(pool, timeout_s)
     tasks: list[asyncio.Task[Outcome]] = []
     t0 = loop.time() + START_DELAY_S
@@ -220,6 +232,23 @@ async def run_open_loop(
     outcomes = list(await asyncio.gather(*tasks))
     pool.close()
     return Run(rate=rate, outcomes=outcomes, connections_opened=pool.opened)
+
+
+async def _open_primed(pool: _Pool, count: int, prime: bytes, timeout_s: float) -> None:
+    async def one() -> _Connection:
+        connection = await pool.open()
+        connection.writer.write(prime)
+        status, reusable = await asyncio.wait_for(read_response(connection.reader), timeout_s)
+        if status != 200 or not reusable:
+            raise RuntimeError(f"priming a connection got {status} (reusable: {reusable})")
+        return connection
+
+    # One after another: opened in a burst, most would be accepted by whichever gunicorn
+    # worker process woke first, and stay with it.
+    opened = [await one() for _ in range(count)]
+    now = asyncio.get_running_loop().time()
+    for connection in opened:
+        pool.give(connection, now)
 
 
 # -- a trivial server, to show the generator is not what limits a run --------------------------
