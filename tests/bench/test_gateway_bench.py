@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.gateway import HOST, fire, mention, signed_mentions, start_bare
-from bench.open_loop import Run, post, read_response, run_open_loop, trivial_server
+from bench.open_loop import Run, get, post, read_response, run_open_loop, trivial_server
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 
@@ -25,7 +25,7 @@ async def _against_trivial_server(count: int) -> Run:
     port = server.sockets[0].getsockname()[1]
     requests = [post(HOST, port, "/", json.dumps({"i": i}).encode(), {}) for i in range(count)]
     try:
-        return await run_open_loop(HOST, port, requests, RATE)
+        return await run_open_loop(HOST, port, requests, RATE, connections=2, prime=get(HOST, port, "/"))
     finally:
         server.close()
         await server.wait_closed()
@@ -72,7 +72,7 @@ def test_the_bare_bolt_app_acknowledges_every_signed_mention(tmp_path: Path, fak
     stack = Stack(tmp_path, "redis://unused", fake_slack.api_url, "http://unused/v1", WEB_CONCURRENCY="1")
     try:
         start_bare(stack)
-        run = fire(stack.port, signed_mentions(stack.port, 1, RATE * SECONDS), RATE)
+        run = fire(stack.port, signed_mentions(stack.port, 1, RATE * SECONDS), RATE, connections=2)
     finally:
         stack.stop()
     _all_answered(run, RATE * SECONDS)
