@@ -1,0 +1,313 @@
+"""Time to HTTP 200 for signed `app_mention` events at a fixed rate, threadline vs a bare Bolt app (issue 7).
+
+    python -m bench.gateway [--seconds 20] [--rates 100,200,400] [--redis redis://127.0.0.1:6379/14]
+    python -m bench.gateway --self-check      # only the generator against a trivial server
+
+First the generator is checked against a trivial asyncio server at 1,000 requests/s, so a slow
+figure below is the server's, not the generator's. Then, at each rate, the same open-loop
+schedule (bench.open_loop) goes to two servers with the same gunicorn setup: the bare Bolt app
+(bench.bare_bolt, acknowledges only) and the real `threadline web`, with Redis and a real
+`threadline worker` running turns against the fake Slack and a fake model. Every event is a new
+thread in one of a handful of channels, so threadline takes its full path (dedupe, session,
+wire append, enqueue). Between rates the turn backlog is thrown away, so the next rate starts
+from an idle worker. Targets: threadline p99 <= 20 ms at 400/s and <= 2x the bare p99 at every rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+from rq.registry import StartedJobRegistry
+
+from bench.open_loop import Run, get, post, run_open_loop
+from gateway.sandbox.fake_slack import BOT_USER_ID
+from gateway.sandbox.signing import event_request
+from gateway.sandbox.stack import BOT_TOKEN, READY_TIMEOUT_S, SIGNING_SECRET, Stack
+from gateway.server import EVENTS_PATH, WEB_THREADS
+from jobs.queues import SLACK_QUEUE, TURNS_QUEUE, queue
+
+HOST = "127.0.0.1"
+CHANNELS = 8  # "a handful": sessions spread over channels as a real workspace's would
+# Slack delivers from many hosts over many connections; one per gunicorn thread (2 x 8) spreads
+# events over both worker processes, as far as gunicorn's accept race spreads the connections.
+CONNECTIONS = 16
+SELF_CHECK_RATE = 1_000
+SELF_CHECK_SECONDS = 5.0
+# Before the clock, at the run's own rate: imports, the one auth.test, gunicorn's threads and
+# their Redis connections all come into being on first use, and would show as a first-second spike.
+WARM_UP_SECONDS = 1.0
+DRAIN_TIMEOUT_S = 60
+P99_TARGET_MS = 20.0
+P99_TARGET_RATE = 400
+RATIO_TARGET = 2.0
+
+
+# -- the events ---------------------------------------------------------------------------------
+
+
+def mention(run: int, index: int, channels: int) -> dict[str, Any]:
+    """A new top-level mention: a distinct ts and event_id, so every one is a new session."""
+    ts = f"{1_700_000_000 + run}.{index:06d}"
+    event = {
+        "type": "app_mention",
+        "text": f"<@{BOT_USER_ID}> bench {run}/{index}",
+        "user": "W222",
+        "ts": ts,
+        "channel": f"C{100 + index % channels}",
+        "event_ts": ts,
+        "team": "T111",
+    }
+    return {
+        "team_id": "T111",
+        "api_app_id": "A111",
+        "type": "event_callback",
+        "event_id": f"Evb{run}x{index}",
+        "event_time": int(time.time()),
+        "event": event,
+    }
+
+
+def signed_mentions(port: int, run: int, count: int, channels: int = CHANNELS) -> list[bytes]:
+    """Raw requests, signed now: a run must start within Slack's 5-minute window (it does)."""
+    requests = []
+    for index in range(count):
+        body, headers = event_request(SIGNING_SECRET, mention(run, index, channels))
+        requests.append(post(HOST, port, EVENTS_PATH, body, headers))
+    return requests
+
+
+def fire(port: int, requests: list[bytes], rate: float, connections: int = 0) -> Run:
+    prime = get(HOST, port, "/healthz")
+    return asyncio.run(run_open_loop(HOST, port, requests, rate, connections=connections, prime=prime))
+
+
+# -- the processes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fakes:
+    slack_api_url: str
+    llm_base_url: str
+
+
+@contextmanager
+def fakes_process() -> Iterator[Fakes]:
+    """The fake Slack and model in a process of their own, so their threads never hold this
+    process's GIL while the generator keeps time."""
+    command = [sys.executable, "-m", "bench.gateway", "--serve-fakes"]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        urls = json.loads(process.stdout.readline())
+        yield Fakes(urls["slack"], urls["llm"])
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+
+
+def serve_fakes() -> None:
+    from gateway.sandbox.fake_llm import FakeLLM
+    from gateway.sandbox.fake_slack import FakeSlack
+
+    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()
+    print(json.dumps({"slack": slack.api_url, "llm": llm.base_url}), flush=True)
+    sys.stdin.read()
+    slack.stop()
+    llm.stop()
+
+
+def start_bare(stack: Stack) -> Stack:
+    stack.spawn("web", [sys.executable, "-m", "bench.bare_bolt"])
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not _answers(stack):
+        if time.monotonic() > deadline or stack.processes["web"].poll() is not None:
+            raise RuntimeError(f"the bare Bolt app did not start:\n{stack.log('web')}")
+        time.sleep(0.05)
+    return stack
+
+
+def _answers(stack: Stack) -> bool:
+    try:
+        return stack.client.get("/healthz").status_code == 200
+    except Exception:
+        return False
+
+
+def drain(redis: Redis) -> int:
+    """Throw away the turn and delivery backlog and let running jobs end; returns the turn backlog."""
+    backlog = queue(redis, TURNS_QUEUE).count
+    names = (TURNS_QUEUE, SLACK_QUEUE)
+    for name in names:
+        queue(redis, name).empty()
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while any(StartedJobRegistry(name, connection=redis).count for name in names):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return backlog
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    rate: int
+    bare: Run
+    threadline: Run
+    backlog: int  # turns still queued when threadline's window ended
+
+
+def measure(port: int, run: int, rate: int, seconds: float, connections: int) -> Run:
+    fire(port, signed_mentions(port, 10_000 + run, int(rate * WARM_UP_SECONDS)), rate, connections)
+    return fire(port, signed_mentions(port, run, int(rate * seconds)), rate, connections)
+
+
+def compare(args: argparse.Namespace) -> list[Pair]:
+    redis = Redis.from_url(args.redis)
+    redis.flushdb()
+    env = {"WEB_CONCURRENCY": str(args.web_workers), "APPROVAL_TOOLS": ""}
+    pairs = []
+    with fakes_process() as fakes, tempfile.TemporaryDirectory() as tmp:
+        stacks = {}
+        for name in ("threadline", "bare"):
+            (Path(tmp) / name).mkdir()
+            stacks[name] = Stack(Path(tmp) / name, args.redis, fakes.slack_api_url, fakes.llm_base_url, **env)
+        try:
+            threadline = stacks["threadline"].start(workers=args.workers)
+            bare = start_bare(stacks["bare"])
+            for number, rate in enumerate(args.rates):
+                bare_run = measure(bare.port, 2 * number, rate, args.seconds, args.connections)
+                ours = measure(threadline.port, 2 * number + 1, rate, args.seconds, args.connections)
+                pairs.append(Pair(rate, bare_run, ours, drain(redis)))
+        finally:
+            for stack in stacks.values():
+                stack.stop()
+    return pairs
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def self_check(rate: int, seconds: float, connections: int) -> Run:
+    command = [sys.executable, "-m", "bench.open_loop", "--serve"]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        body = json.dumps(mention(0, 0, 1)).encode()
+        requests = [post(HOST, port, "/", body, {"Content-Type": "application/json"})] * int(rate * seconds)
+        return fire(port, requests, rate, connections)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+
+
+def print_self_check(run: Run, seconds: float) -> None:
+    print(
+        f"self-check: generator → trivial asyncio server, {run.rate:.0f} req/s for {seconds:g} s: "
+        f"p50 {run.percentile_ms(50):.2f} ms, p99 {run.percentile_ms(99):.2f} ms, "
+        f"errors {run.errors}/{run.sent}; sent late p99 {run.late_percentile_ms(99):.2f} ms"
+    )
+
+
+HEADER = (
+    f"{'rate/s':>6}  {'app':<10} {'sent':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'max at':>6} "
+    f"{'errors':>6} {'late p99':>8} {'conns':>5}  p99 ratio"
+)
+LEGEND = (
+    "max at: seconds into the run the slowest request was due; late p99: scheduled time -> request "
+    "written (the generator's lag, plus\nconnecting and, past 2,000 connections, waiting for one); "
+    "conns: connections opened (grows when the server falls behind);\nerrors: non-200 answers + "
+    "connection errors + no answer within 10 s"
+)
+
+
+def print_table(pairs: list[Pair], args: argparse.Namespace) -> None:
+    print(
+        f"\n{args.seconds:g} s per rate; gunicorn gthread, {args.web_workers} workers x {WEB_THREADS} "
+        f"threads; {args.workers} worker process(es); {CHANNELS} channels; "
+        "latency from the scheduled send time"
+    )
+    print(HEADER)
+    for pair in pairs:
+        ratio = pair.threadline.percentile_ms(99) / pair.bare.percentile_ms(99)
+        print(_row(pair.rate, "bare", pair.bare))
+        print(_row(pair.rate, "threadline", pair.threadline) + f"  {ratio:.2f}x")
+    print(LEGEND)
+    print_verdict(pairs)
+
+
+def _row(rate: int, name: str, run: Run) -> str:
+    worst_ms, worst_at = run.worst()
+    return (
+        f"{rate:>6}  {name:<10} {run.sent:>6} {run.percentile_ms(50):>8.2f} {run.percentile_ms(99):>8.2f} "
+        f"{worst_ms:>8.2f} {worst_at:>6.1f} {run.errors:>6} {run.late_percentile_ms(99):>8.2f} "
+        f"{run.connections_opened:>5}"
+    )
+
+
+def print_verdict(pairs: list[Pair]) -> None:
+    for pair in pairs:
+        print(f"turns still queued when threadline's {pair.rate}/s window ended: {pair.backlog} (discarded)")
+    for pair in pairs:
+        ours, ratio = (
+            pair.threadline.percentile_ms(99),
+            pair.threadline.percentile_ms(99) / pair.bare.percentile_ms(99),
+        )
+        checks = [f"p99/bare p99 {ratio:.2f}x {'<=' if ratio <= RATIO_TARGET else '>'} {RATIO_TARGET:g}x"]
+        if pair.rate == P99_TARGET_RATE:
+            checks.append(f"p99 {ours:.2f} ms {'<=' if ours <= P99_TARGET_MS else '>'} {P99_TARGET_MS:g} ms")
+        met = ratio <= RATIO_TARGET and (pair.rate != P99_TARGET_RATE or ours <= P99_TARGET_MS)
+        print(f"{pair.rate}/s: {'met' if met else 'MISSED'} ({'; '.join(checks)})")
+
+
+def _rates(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--rates", type=_rates, default=[100, 200, 400])
+    parser.add_argument("--workers", type=int, default=1, help="`threadline worker` processes")
+    parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
+    parser.add_argument(
+        "--connections",
+        type=int,
+        default=CONNECTIONS,
+        help="keep-alive connections opened (and primed) ahead",
+    )
+    parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    parser.add_argument("--self-check", action="store_true", help="only check the generator")
+    parser.add_argument("--self-check-seconds", type=float, default=SELF_CHECK_SECONDS)
+    parser.add_argument("--serve-fakes", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_fakes:
+        return serve_fakes()
+    print_self_check(
+        self_check(SELF_CHECK_RATE, args.self_check_seconds, args.connections), args.self_check_seconds
+    )
+    if not args.self_check:
+        print_table(compare(args), args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The load generator behind bench.gateway, run briefly: every request answered, every latency kept.
+
+No wall-time asserts: timings belong in `bench/`, this only checks the machinery is sound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.gateway import HOST, fire, mention, signed_mentions, start_bare
+from bench.open_loop import Run, get, post, read_response, run_open_loop, trivial_server
+from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.stack import Stack
+
+RATE = 50
+SECONDS = 1
+
+
+async def _against_trivial_server(count: int) -> Run:
+    server = await trivial_server()
+    port = server.sockets[0].getsockname()[1]
+    requests = [post(HOST, port, "/", json.dumps({"i": i}).encode(), {}) for i in range(count)]
+    try:
+        return await run_open_loop(HOST, port, requests, RATE, connections=2, prime=get(HOST, port, "/"))
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def _all_answered(run: Run, count: int) -> None:
+    assert run.sent == count
+    assert [outcome.status for outcome in run.outcomes] == [200] * count
+    assert run.errors == 0
+    assert len(run.latencies_ms()) == count
+    assert all(latency > 0 for latency in run.latencies_ms())
+    assert run.percentile_ms(50) <= run.percentile_ms(99) <= run.latencies_ms()[-1]
+
+
+def test_every_request_to_a_trivial_server_is_answered_and_timed() -> None:
+    run = asyncio.run(_against_trivial_server(RATE * SECONDS))
+    _all_answered(run, RATE * SECONDS)
+
+
+def test_a_response_in_chunks_or_closing_its_connection_is_read_whole() -> None:
+    async def read(raw: bytes) -> tuple[int, bool, bytes]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw + b"NEXT")
+        reader.feed_eof()
+        status, reusable = await read_response(reader)
+        return status, reusable, await reader.read()
+
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+    closing = b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 3\r\nConnection: close\r\n\r\nno!"
+    assert asyncio.run(read(chunked)) == (200, True, b"NEXT")
+    assert asyncio.run(read(closing)) == (401, False, b"NEXT")
+
+
+def test_every_mention_is_a_new_thread_with_its_own_event_id() -> None:
+    events = [mention(3, index, channels=4) for index in range(100)]
+    assert len({event["event_id"] for event in events}) == 100
+    assert len({event["event"]["ts"] for event in events}) == 100
+    assert {event["event"]["channel"] for event in events} == {"C100", "C101", "C102", "C103"}
+    assert all("thread_ts" not in event["event"] for event in events)
+
+
+@pytest.mark.e2e
+def test_the_bare_bolt_app_acknowledges_every_signed_mention(tmp_path: Path, fake_slack: FakeSlack) -> None:
+    stack = Stack(tmp_path, "redis://unused", fake_slack.api_url, "http://unused/v1", WEB_CONCURRENCY="1")
+    try:
+        start_bare(stack)
+        run = fire(stack.port, signed_mentions(stack.port, 1, RATE * SECONDS), RATE, connections=2)
+    finally:
+        stack.stop()
+    _all_answered(run, RATE * SECONDS)
