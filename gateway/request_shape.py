@@ -77,11 +77,19 @@ def _shape_problem(body: dict[str, Any]) -> str | None:
                 return f"event.{name} is not an object"
         if not isinstance(event.get("type", ""), str):
             return "event.type is not a string"
+        if str(event.get("type", "")).startswith("assistant_thread_") and not _names_a_thread(event):
+            return "event.assistant_thread lacks channel_id or thread_ts"  # Bolt's Assistant needs both
     if "authorizations" in body and not _list_of_objects(body["authorizations"], allow_empty=True):
         return "authorizations is not a list of objects"
     if body.get("type") == "block_actions" and not _list_of_objects(body.get("actions"), allow_empty=False):
         return "actions is not a non-empty list of objects"
     return None
+
+
+def _names_a_thread(event: dict[str, Any]) -> bool:
+    thread = event.get("assistant_thread")
+    names = ("channel_id", "thread_ts")
+    return isinstance(thread, dict) and all(isinstance(thread.get(name), str) for name in names)
 
 
 def _list_of_objects(value: Any, *, allow_empty: bool) -> bool:

@@ -76,6 +76,13 @@ CASES = {
         JSON,
         "event.message is not an object",
     ),
+    "assistant thread without thread_ts": (  # found by tests/reliability/test_fuzz_events.py
+        event(
+            {"type": "assistant_thread_started", "assistant_thread": {"user_id": "U1", "channel_id": "D1"}}
+        ),
+        JSON,
+        "event.assistant_thread lacks channel_id or thread_ts",
+    ),
     "command without user": (
         b"command=%2Fagent&text=cancel&team_id=T1&channel_id=C1",
         FORM,
