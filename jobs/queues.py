@@ -34,9 +34,18 @@ def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool
     retried enqueue of the same intent is refused by RQ itself. A duplicate that slipped
     through anyway is harmless: it finds the session's lease taken, or nothing to answer.
     """
-    token = uuid.uuid4().hex[:12]
+    token = new_turn_token()
     if not redis.set(key.redis_key("queued"), token, nx=True, ex=QUEUED_FLAG_TTL_S):
         return False
+    return enqueue_turn(redis, key, token, turn_timeout_s=turn_timeout_s)
+
+
+def new_turn_token() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> bool:
+    """Enqueue the turn whose `queued` flag holds `token`; on failure the flag goes, and the error."""
     try:
         queue(redis, TURNS_QUEUE).enqueue(
             TURN_JOB,

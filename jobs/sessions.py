@@ -36,10 +36,9 @@ def session_exists(redis: Redis, key: SessionKey) -> bool:
     return bool(redis.exists(key.redis_key("meta")))
 
 
-def remember(redis: Redis, key: SessionKey, user: str) -> None:
-    """Note the thread as this user's latest session in its channel, and its initiator once."""
+def remember_recent(redis: Redis, key: SessionKey, user: str) -> None:
+    """Note the thread as this user's latest session in its channel (`/agent cancel` without a link)."""
     redis.set(_recent_key(key.team, key.channel, user), str(key), ex=RECENT_TTL_S)
-    redis.hsetnx(key.redis_key("meta"), "owner", user)
 
 
 def latest_session(redis: Redis, team: str, channel: str, user: str) -> SessionKey | None:

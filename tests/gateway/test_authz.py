@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from gateway.authz import Authz
 from gateway.slack_client import web_client
+from jobs.control import submit_input
+from jobs.inbound import UserInput
 from jobs.keys import SessionKey
-from jobs.sessions import remember
 from jobs.settings import Settings
 
 KEY = SessionKey(team="T111", channel="C1", thread_ts="1700000000.000100")
@@ -17,8 +18,9 @@ def authz(redis, fake_slack, **settings) -> Authz:
 def test_the_initiator_and_operators_may_act_and_nobody_else(redis, fake_slack):
     fake_slack.state.usergroups["S1"] = ["U_GROUP"]
     check = authz(redis, fake_slack, SLACK_OPERATORS="U_OP,S1")
-    remember(redis, KEY, "U_OWNER")
-    remember(redis, KEY, "U_LATER")  # a later participant does not become the owner
+    for user, ts in (("U_OWNER", KEY.thread_ts), ("U_LATER", "1700000001.000100")):
+        # a later participant does not become the owner
+        submit_input(redis, KEY, UserInput(text="hi", user=user, ts=ts), turn_timeout_s=60)
     assert [check.may_act(KEY, u) for u in ("U_OWNER", "U_OP", "U_GROUP", "U_LATER")] == [
         True,
         True,

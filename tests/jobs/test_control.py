@@ -1,3 +1,6 @@
+import pytest
+from redis.exceptions import ResponseError
+
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
 from jobs.inbound import UserInput
@@ -67,3 +70,48 @@ def test_status_and_latest_session(redis):
     assert status(redis, KEY).state == "queued" and status(redis, KEY).owner == "U7"
     assert latest_session(redis, "T1", "C1", "U7") == KEY
     assert latest_session(redis, "T1", "C1", "U8") is None
+
+
+def _wire_users(store: SessionStore) -> list[str]:
+    return [r["message"]["origin"]["ts"] for r in store.read_wire() if r["type"] == "context.append_message"]
+
+
+def test_input_to_an_idle_session_claims_one_turn_however_many_arrive(redis):
+    store = SessionStore(redis, KEY)
+    assert submit(redis, ts="1700000000.000500") == "wire"
+    assert submit(redis, ts="1700000001.000500") == "wire"
+
+    flag = redis.get(KEY.redis_key("queued")).decode()
+    assert queue(redis, TURNS_QUEUE).job_ids == [f"turn-{flag}"]
+    assert store.meta()["state"] == "queued"
+    assert _wire_users(store) == ["1700000000.000500", "1700000001.000500"]
+
+
+def test_input_while_a_worker_holds_the_session_waits_in_its_inbox(redis):
+    store = SessionStore(redis, KEY)
+    redis.set(store.lease_key, "worker-1")
+    assert submit(redis) == "inbox"
+    assert queue(redis, TURNS_QUEUE).job_ids == [] and _wire_users(store) == []
+    assert [i.ts for i in store.peek_inbox()] == ["1700000000.000500"]
+
+
+def test_input_to_a_parked_session_is_recorded_and_waits_for_the_decision(redis):
+    store = SessionStore(redis, KEY)
+    set_state(store, "awaiting_approval")
+    assert submit(redis) == "wire"
+    assert store.meta()["state"] == "awaiting_approval"
+    assert queue(redis, TURNS_QUEUE).job_ids == [] and not redis.exists(KEY.redis_key("queued"))
+
+
+def test_a_failed_enqueue_keeps_the_input_and_leaves_no_claim_behind(redis):
+    store = SessionStore(redis, KEY)
+    set_state(store, "cancelled")
+    redis.set("rq:queue:turns", "not a list")  # RQ's push fails with WRONGTYPE
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        submit(redis)
+    assert _wire_users(store) == ["1700000000.000500"]
+    assert store.meta()["state"] == "cancelled" and not redis.exists(KEY.redis_key("queued"))
+
+    redis.delete("rq:queue:turns")  # Redis is well again: resume schedules the turn
+    assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok
+    assert len(queue(redis, TURNS_QUEUE).job_ids) == 1
