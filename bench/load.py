@@ -72,7 +72,7 @@ def main() -> None:
         try:
             memory_before = int(redis.info("memory")["used_memory"])
             roots = [
-                slack.add_user_message("C111", f"<@{BOT_USER_ID}> job {i}", user="W222")
+                slack.add_user_message(f"C{100 + i % CHANNELS}", f"<@{BOT_USER_ID}> job {i}", user="W222")
                 for i in range(args.sessions)
             ]
             sent: dict[str, float] = {}
