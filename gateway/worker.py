@@ -59,13 +59,6 @@ def _release_due(redis: Redis, stop: threading.Event) -> None:
             logging.getLogger(__name__).warning("releasing due jobs failed", exc_info=True)
 
 
-def _lower_priority_to(niceness: int) -> None:
-    """Lower this process's CPU priority to `niceness`; one already lower stays as it is."""
-    current = os.nice(0)
-    if niceness > current:
-        os.nice(niceness - current)
-
-
 WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
 
 
@@ -85,7 +78,6 @@ def supervise(turn_workers: int, passthrough: list[str]) -> int:
 def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:
     if SUPERVISOR_PID in os.environ:
         die_with_parent(int(os.environ[SUPERVISOR_PID]))
-    _lower_priority_to(settings.WORKER_NICENESS)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
