@@ -32,8 +32,8 @@ from typing import Any
 from redis import Redis
 from rq.registry import StartedJobRegistry
 
+from bench.events import app_mention
 from bench.open_loop import Run, get, post, run_open_loop
-from gateway.sandbox.fake_slack import BOT_USER_ID
 from gateway.sandbox.signing import event_request
 from gateway.sandbox.stack import BOT_TOKEN, READY_TIMEOUT_S, SIGNING_SECRET, Stack
 from gateway.server import EVENTS_PATH, WEB_THREADS
@@ -61,23 +61,7 @@ RATIO_TARGET = 2.0
 def mention(run: int, index: int, channels: int) -> dict[str, Any]:
     """A new top-level mention: a distinct ts and event_id, so every one is a new session."""
     ts = f"{1_700_000_000 + run}.{index:06d}"
-    event = {
-        "type": "app_mention",
-        "text": f"<@{BOT_USER_ID}> bench {run}/{index}",
-        "user": "W222",
-        "ts": ts,
-        "channel": f"C{100 + index % channels}",
-        "event_ts": ts,
-        "team": "T111",
-    }
-    return {
-        "team_id": "T111",
-        "api_app_id": "A111",
-        "type": "event_callback",
-        "event_id": f"Evb{run}x{index}",
-        "event_time": int(time.time()),
-        "event": event,
-    }
+    return app_mention(ts, f"C{100 + index % channels}", f"bench {run}/{index}", f"Evb{run}x{index}")
 
 
 def signed_mentions(port: int, run: int, count: int, channels: int = CHANNELS) -> list[bytes]:

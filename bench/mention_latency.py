@@ -17,6 +17,7 @@ from pathlib import Path
 
 from redis import Redis
 
+from bench.events import app_mention
 from gateway.sandbox.fake_llm import FakeLLM
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
@@ -31,23 +32,7 @@ def channel_of(index: int) -> str:
 
 
 def mention_body(ts: str, index: int) -> dict:
-    event = {
-        "type": "app_mention",
-        "text": f"<@{BOT_USER_ID}> ping {index}",
-        "user": "W222",
-        "ts": ts,
-        "channel": channel_of(index),
-        "event_ts": ts,
-        "team": "T111",
-    }
-    return {
-        "team_id": "T111",
-        "api_app_id": "A111",
-        "type": "event_callback",
-        "event_id": f"Evbench{index}",
-        "event_time": int(time.time()),
-        "event": event,
-    }
+    return app_mention(ts, channel_of(index), f"ping {index}", f"Evbench{index}")
 
 
 def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float]:
