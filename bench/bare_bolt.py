@@ -10,13 +10,10 @@ the same fake). What is left between the two is threadline's own work per event.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
-
 from slack_bolt import Ack, App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from gateway.server import EVENTS_PATH, WSGIApp, _Gunicorn
+from gateway.server import WSGIApp, _Gunicorn, routes
 from gateway.slack_client import web_client
 from jobs.settings import Settings
 
@@ -37,18 +34,7 @@ def bare_app(settings: Settings) -> App:
 
 
 def bare_wsgi(settings: Settings) -> WSGIApp:
-    handler = SlackRequestHandler(bare_app(settings))
-
-    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") == EVENTS_PATH and environ.get("REQUEST_METHOD") == "POST":
-            return handler(environ, start_response)
-        if environ.get("PATH_INFO") == "/healthz":
-            start_response("200 OK", [("Content-Type", "text/plain")])
-            return [b"ok\n"]
-        start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"not found\n"]
-
-    return wsgi
+    return routes(SlackRequestHandler(bare_app(settings)))
 
 
 class _BareGunicorn(_Gunicorn):

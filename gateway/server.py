@@ -33,7 +33,11 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def wsgi_app(settings: Settings) -> WSGIApp:
-    events = _EventsEndpoint(settings)
+    return routes(_EventsEndpoint(settings))
+
+
+def routes(events: WSGIApp) -> WSGIApp:
+    """`POST /slack/events` to `events`, `/healthz` answered, 404 for anything else."""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == EVENTS_PATH and environ.get("REQUEST_METHOD") == "POST":

@@ -14,8 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from gateway.sandbox.local_http import LocalServer, QuietHandler
 
 CHARS_PER_TOKEN = 4  # deliberately not the product's estimator: a bug there must not hide here
 
@@ -58,20 +60,18 @@ class FakeLLM:
         self.rejected: list[tuple[dict[str, Any], str]] = []
         self._script: queue.Queue[Reply] = queue.Queue()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = LocalServer(_handler_for(self), "fake-llm")
 
     def start(self) -> FakeLLM:
-        threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True).start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.address
         return f"http://{host}:{port}/v1"
 
     def script(self, *replies: Reply) -> None:
@@ -210,12 +210,7 @@ def _pieces(value: str, size: int) -> list[str]:
 
 
 def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             if not self.path.rstrip("/").endswith("/models"):
                 return self._json(404, {"error": {"message": "not found", "type": "not_found"}})

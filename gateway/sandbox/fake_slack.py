@@ -16,9 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
+
+from gateway.sandbox.local_http import LocalServer, QuietHandler
 
 MAX_TEXT_CHARS = 40_000  # Slack truncates beyond this; we refuse, so a test notices
 MAX_BLOCKS = 50
@@ -85,24 +87,20 @@ class FakeSlack:
     def __init__(self, bot_token: str = "xoxb-test", host: str = "127.0.0.1", port: int = 0) -> None:
         self.state = FakeState(bot_token=bot_token)
         self._clock = itertools.count(1)
-        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = LocalServer(_handler_for(self), "fake-slack", host, port)
         self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = _methods(self)
         self._socket_mode: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> FakeSlack:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-slack", daemon=True)
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
         if self._socket_mode is not None:
             self._socket_mode.stop()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     @property
     def socket_mode(self) -> Any:
@@ -116,7 +114,7 @@ class FakeSlack:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.address
         return f"http://{host}:{port}"
 
     @property
@@ -255,12 +253,7 @@ def _methods(fake: FakeSlack) -> dict[str, Callable[[dict[str, Any]], dict[str, 
 
 
 def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             path = urlparse(self.path).path
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

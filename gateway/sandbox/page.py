@@ -23,7 +23,7 @@ import mimetypes
 import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -32,6 +32,7 @@ import httpx
 
 from gateway.sandbox import events
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.local_http import LocalServer, QuietHandler
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 STATIC = Path(__file__).parent / "static"
@@ -90,23 +91,21 @@ class SandboxPage:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._last_forward: dict[str, Any] = {}
-        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = LocalServer(_handler_for(self), "sandbox-page", host, port)
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> SandboxPage:
-        threading.Thread(target=self._server.serve_forever, name="sandbox-page", daemon=True).start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
         self._http.close()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.address
         return f"http://{host}:{port}/"
 
     # -- what a person does ------------------------------------------------------------
@@ -265,12 +264,7 @@ def _answer_of(response: httpx.Response) -> str:
 
 
 def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             path = urlparse(self.path).path
             if path == "/api/state":

@@ -1,0 +1,35 @@
+"""What every local HTTP fake shares: a threading server on a free port, served from a daemon
+thread, and a handler that keeps connections alive and logs nothing."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as Slack's and the providers' APIs do
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class LocalServer:
+    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str, host: str = "127.0.0.1",
+                 port: int = 0) -> None:  # fmt: skip
+        self.name = name
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        threading.Thread(target=self._server.serve_forever, name=self.name, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
