@@ -24,11 +24,12 @@ BATCH = 500
 def release_due_jobs(redis: Redis, queue: Queue, now: float | None = None) -> int:
     """Enqueue the jobs of `queue` whose time has come; returns how many."""
     registry = queue.scheduled_job_registry
+    until = time.time() if now is None else now
     with redis.pipeline() as pipe:
         while True:
             try:
                 pipe.watch(registry.key)
-                due = [d.decode() for d in pipe.zrangebyscore(registry.key, 0, now or time.time(), 0, BATCH)]
+                due = [d.decode() for d in pipe.zrangebyscore(registry.key, 0, until, 0, BATCH)]
                 if not due:
                     return 0
                 jobs = Job.fetch_many(due, connection=redis, serializer=queue.serializer)
