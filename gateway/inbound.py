@@ -14,14 +14,15 @@ from slack_sdk.errors import SlackApiError
 from gateway.controls import act, thread_word
 from gateway.deps import Deps
 from gateway.skills import skill_request, use_skill
-from jobs.control import submit_input
-from jobs.dedupe import claim, delivery_keys, release
+from jobs.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.inbound import UserInput
+from jobs.intake import record_input
 from jobs.keys import SessionKey
-from jobs.sessions import session_exists
+from jobs.sessions import PARKED_STATES, session_exists
 
 log = logging.getLogger(__name__)
 
+IGNORED = "ignored: a thread without a session"
 NOT_ALLOWED = "You can't start the agent here: this channel or your account is not on its allowlist."
 
 
@@ -45,20 +46,44 @@ class Said:
 
 def take(deps: Deps, said: Said) -> str:
     """Record what was said; returns what happened, for the log line."""
+    if _is_input(deps, said):
+        return _record(deps, said)
     key = said.key
     if not said.addressed and not session_exists(deps.redis, key):
-        return "ignored: a thread without a session"
+        return IGNORED
     claimed = claim(deps.redis, delivery_keys(said.team, said.event_id, said.channel, said.ts))
     if not claimed.fresh:
         return "duplicate"
     try:
-        return _handle(deps, said, key)
+        return _act(deps, said, key)
     except Exception:
-        release(deps.redis, claimed)  # not recorded: let Slack's retry through
+        release(deps.redis, claimed)  # not done: let Slack's retry through
         raise
 
 
-def _handle(deps: Deps, said: Said, key: SessionKey) -> str:
+def _is_input(deps: Deps, said: Said) -> bool:
+    """Words for the model, from someone allowed to give them (not a skill or a control word)."""
+    plain = skill_request(said.text) is None and thread_word(said.text) is None
+    return plain and deps.authz.may_start(said.channel, said.user)
+
+
+def _record(deps: Deps, said: Said) -> str:
+    """The mention's hot path: dedupe, input, turn and job in one round trip (jobs.intake)."""
+    user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
+    recorded = record_input(
+        deps.redis,
+        said.key,
+        user_input,
+        turn_timeout_s=deps.turn_timeout_s,
+        parked=PARKED_STATES,
+        dedupe_keys=delivery_keys(said.team, said.event_id, said.channel, said.ts),
+        dedupe_ttl_s=DEDUPE_TTL_S,
+        only_existing_session=not said.addressed,
+    )
+    return IGNORED if recorded == "no session" else recorded
+
+
+def _act(deps: Deps, said: Said, key: SessionKey) -> str:
     request = skill_request(said.text)
     if request is not None:
         tell(deps, key, said.user, use_skill(deps, key, said.user, request, ts=said.ts))
@@ -67,12 +92,9 @@ def _handle(deps: Deps, said: Said, key: SessionKey) -> str:
     if verb is not None:
         tell(deps, key, said.user, act(deps, verb, key, said.user))
         return f"control {verb}"
-    if not deps.authz.may_start(said.channel, said.user):
-        if said.addressed:
-            tell(deps, key, said.user, NOT_ALLOWED)
-        return "refused: not on the allowlist"
-    user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
-    return submit_input(deps.redis, key, user_input, turn_timeout_s=deps.turn_timeout_s)
+    if said.addressed:
+        tell(deps, key, said.user, NOT_ALLOWED)
+    return "refused: not on the allowlist"
 
 
 def tell(deps: Deps, key: SessionKey, user: str, text: str) -> None:

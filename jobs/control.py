@@ -22,20 +22,18 @@ from jobs.delegation.progress import close_card
 from jobs.delegation.waits import StepWaits
 from jobs.history import load_folder
 from jobs.inbound import UserInput
+from jobs.intake import record_input
 from jobs.keys import SessionKey
 from jobs.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.queues import (
     COMPACTION_JOB,
-    QUEUED_FLAG_TTL_S,
     SERIALIZER,
     TURNS_QUEUE,
-    enqueue_turn,
-    new_turn_token,
     queue,
     schedule_delivery,
     schedule_turn,
 )
-from jobs.sessions import PARKED_STATES, STOPPED_STATES, remember_recent, session_exists, set_state, state_of
+from jobs.sessions import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
 from jobs.store import SessionStore, now_ms
 
 log = logging.getLogger(__name__)
@@ -67,18 +65,11 @@ def cancel_requested_by(redis: Redis, key: SessionKey) -> str | None:
 
 
 def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_timeout_s: int) -> str:
-    """A person spoke in the thread: record it, and schedule a turn unless one is running."""
-    store = SessionStore(redis, key)
-    # A parked session (approval, sub-agents) goes on when that ends, not on new input.
-    submitted = store.submit_and_claim_turn(user_input, new_turn_token(), QUEUED_FLAG_TTL_S, PARKED_STATES)
-    remember_recent(redis, key, user_input.user)
-    if submitted.turn_token is not None:
-        try:
-            enqueue_turn(redis, key, submitted.turn_token, turn_timeout_s=turn_timeout_s)
-        except Exception:
-            set_state(store, submitted.state_before)  # type: ignore[arg-type]  # the input stays on the wire
-            raise
-    return submitted.where
+    """A person spoke in the thread: record it, and schedule a turn unless one is running.
+
+    A parked session (approval, sub-agents) goes on when that ends, not on new input.
+    """
+    return record_input(redis, key, user_input, turn_timeout_s=turn_timeout_s, parked=PARKED_STATES)
 
 
 def status(redis: Redis, key: SessionKey) -> SessionStatus:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from redis import Redis
 from rq import Queue
 from rq.exceptions import DuplicateJobError
 from rq.serializers import JSONSerializer
+from rq.utils import now
 
 from jobs.keys import SessionKey
 
@@ -19,11 +21,20 @@ COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
 TURN_TIMEOUT_GRACE_S = 120  # RQ's own timeout is a backstop: the loop stops itself at the turn's limit
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
 DELIVERY_TIMEOUT_S = 600  # posting a long answer through 429s can take minutes, not hours
+FAILURE_TTL_S = 7 * 24 * 3600  # a failed job stays a week for inspection
 SERIALIZER = JSONSerializer  # job arguments are plain strings; never unpickle from Redis
 
 
+_queues: dict[tuple[int, str], Queue] = {}
+
+
 def queue(redis: Redis, name: str) -> Queue:
-    return Queue(name, connection=redis, serializer=SERIALIZER)
+    """The named queue on `redis`; one handle per client, since building one costs more than a job."""
+    cache_key = (id(redis), name)  # the handle keeps its client alive, so the id stays its own
+    handle = _queues.get(cache_key)
+    if handle is None:
+        handle = _queues[cache_key] = Queue(name, connection=redis, serializer=SERIALIZER)
+    return handle
 
 
 def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool:
@@ -44,6 +55,36 @@ def new_turn_token() -> str:
     return uuid.uuid4().hex[:12]
 
 
+@dataclass(frozen=True)
+class TurnJob:
+    """A turn's RQ job as RQ would store it: its hash's fields and the keys to push it onto."""
+
+    id: str
+    key: str
+    queue_key: str
+    queues_key: str
+    fields: list[str | bytes]
+
+
+def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> TurnJob:
+    """The job `enqueue_turn` would enqueue, built by RQ and not yet stored (see jobs.intake)."""
+    turns = queue(redis, TURNS_QUEUE)
+    job = turns.create_job(
+        TURN_JOB,
+        args=(str(key),),
+        job_id=f"turn-{token}",
+        timeout=turn_timeout_s + TURN_TIMEOUT_GRACE_S,
+        result_ttl=0,
+        failure_ttl=FAILURE_TTL_S,
+    )
+    job.enqueued_at = now()
+    fields: list[str | bytes] = []
+    for name, value in job.to_dict().items():
+        if value is not None:  # as RQ's own unique enqueue stores it
+            fields += [name, value if isinstance(value, bytes | str) else str(value)]
+    return TurnJob(job.id, job.key, turns.key, turns.redis_queues_keys, fields)
+
+
 def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> bool:
     """Enqueue the turn whose `queued` flag holds `token`; on failure the flag goes, and the error."""
     try:
@@ -54,7 +95,7 @@ def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: i
             unique=True,
             job_timeout=turn_timeout_s + TURN_TIMEOUT_GRACE_S,
             result_ttl=0,
-            failure_ttl=7 * 24 * 3600,
+            failure_ttl=FAILURE_TTL_S,
         )
     except DuplicateJobError:
         return False
@@ -81,7 +122,7 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
         return False
     try:
         queue(redis, SLACK_QUEUE).enqueue(
-            DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=7 * 24 * 3600
+            DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=FAILURE_TTL_S
         )
     except Exception:
         redis.delete(key.redis_key("delivery_queued"))

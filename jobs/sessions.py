@@ -36,15 +36,10 @@ def session_exists(redis: Redis, key: SessionKey) -> bool:
     return bool(redis.exists(key.redis_key("meta")))
 
 
-def remember_recent(redis: Redis, key: SessionKey, user: str) -> None:
-    """Note the thread as this user's latest session in its channel (`/agent cancel` without a link)."""
-    redis.set(_recent_key(key.team, key.channel, user), str(key), ex=RECENT_TTL_S)
-
-
 def latest_session(redis: Redis, team: str, channel: str, user: str) -> SessionKey | None:
-    value = redis.get(_recent_key(team, channel, user))
+    value = redis.get(recent_key(team, channel, user))
     return SessionKey.parse(value.decode()) if value else None
 
 
-def _recent_key(team: str, channel: str, user: str) -> str:
+def recent_key(team: str, channel: str, user: str) -> str:
     return f"{PREFIX}:recent:{team}:{channel}:{user}"

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -45,28 +44,6 @@ redis.call('XADD', KEYS[3], '*', 'r', ARGV[1])
 return 'wire'
 """
 
-# What a person says, in one round trip on the mention's hot path: `_SUBMIT_INPUT`'s routing, the
-# session's `created` and `owner` noted once, and, when the input went to the wire of a session
-# that is not parked, the `queued` flag (SET NX, so concurrent inputs claim one turn) and the
-# `queued` state. Returns the route, the flag's token when this input claimed the turn, and the
-# state before, so the caller can enqueue the turn (or undo the claim if it cannot).
-_SUBMIT_AND_CLAIM = """
-redis.call('HSETNX', KEYS[4], 'created', ARGV[3])
-redis.call('HSETNX', KEYS[4], 'owner', ARGV[4])
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  return {'inbox', '', ''}
-end
-redis.call('XADD', KEYS[3], '*', 'r', ARGV[1])
-local state = redis.call('HGET', KEYS[4], 'state') or 'idle'
-for i = 7, #ARGV do
-  if state == ARGV[i] then return {'wire', '', state} end
-end
-if not redis.call('SET', KEYS[5], ARGV[5], 'NX', 'EX', ARGV[6]) then return {'wire', '', state} end
-redis.call('HSET', KEYS[4], 'state', 'queued', 'updated', ARGV[3])
-return {'wire', ARGV[5], state}
-"""
-
 # Take the whole inbox atomically, so no input is taken twice or dropped between LRANGE and DEL.
 _TAKE_INBOX = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
@@ -77,13 +54,6 @@ return items
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True)
-class Submitted:
-    where: Literal["wire", "inbox"]
-    turn_token: str | None  # set when this input claimed the session's next turn
-    state_before: str
 
 
 class SessionStore:
@@ -126,18 +96,6 @@ class SessionStore:
         )
         self.touch()
         return "inbox" if _text(where) == "inbox" else "wire"
-
-    def submit_and_claim_turn(
-        self, user_input: UserInput, token: str, flag_ttl_s: int, parked: Iterable[str]
-    ) -> Submitted:
-        """`submit`, plus owner and the turn claimed unless the state is `parked` (`_SUBMIT_AND_CLAIM`)."""
-        record = AppendMessage(message=user_input.to_message())
-        where, claimed, before = lua(self.redis, _SUBMIT_AND_CLAIM)(
-            keys=[self.lease_key, self.inbox_key, self.wire_key, self.meta_key, self.key.redis_key("queued")],
-            args=[encode_record(record), user_input.model_dump_json(), str(now_ms()), user_input.user, token,
-                  flag_ttl_s, *parked],
-        )  # fmt: skip
-        return Submitted(where=_text(where), turn_token=_text(claimed) or None, state_before=_text(before))
 
     def peek_inbox(self) -> list[UserInput]:
         return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]

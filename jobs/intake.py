@@ -1,0 +1,103 @@
+"""What a person said, recorded in one round trip: dedupe, the input, the turn and its RQ job.
+
+A mention is on Slack's clock (it waits for our 200), so everything it writes is one Lua
+script: the dedupe keys (`SET NX EX`, all or none), `_SUBMIT`'s routing of the input (inbox
+while a turn holds the lease, wire otherwise), `created` / `owner` noted once, the caller's
+latest session in the channel, and, when the input went to the wire of a session that is not
+parked, the turn: the `queued` flag (SET NX, so concurrent inputs claim one turn), the
+`queued` state, and the RQ job RQ would have written, pushed onto the `turns` queue.
+
+The job is built by RQ (`Queue.create_job`, `Job.to_dict`); only its storage happens here, so
+it is written in the same step as the state that says it exists. A queue that refuses the
+push (WRONGTYPE) leaves the input recorded and no claim behind: resume or the next message
+schedules the turn, and Slack's retry of this delivery is a duplicate, as it should be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from redis import Redis
+
+from agent.wire import AppendMessage
+from jobs.inbound import UserInput
+from jobs.keys import SessionKey
+from jobs.lua import lua
+from jobs.queues import QUEUED_FLAG_TTL_S, new_turn_token, turn_job
+from jobs.sessions import RECENT_TTL_S, recent_key
+from jobs.store import SessionStore, encode_record, now_ms
+
+Recorded = Literal["wire", "inbox", "duplicate", "no session"]
+
+# KEYS: 1 lease, 2 inbox, 3 wire, 4 meta, 5 queued flag, 6 recent, 7 job, 8 queue, 9 rq:queues,
+#       10.. dedupe keys
+# ARGV: 1 record, 2 input json, 3 now ms, 4 user, 5 token, 6 flag ttl, 7 session key, 8 recent ttl,
+#       9 dedupe token, 10 dedupe ttl, 11 '1' when only an existing session takes input,
+#       12 job id, 13 number of parked states, then the parked states, then the job's fields
+_RECORD = """
+local dedupe_from = 10
+for i = dedupe_from, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return 'duplicate' end
+end
+if ARGV[11] == '1' and redis.call('EXISTS', KEYS[4]) == 0 then return 'no session' end
+for i = dedupe_from, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[9], 'EX', ARGV[10])
+end
+redis.call('HSETNX', KEYS[4], 'created', ARGV[3])
+redis.call('HSETNX', KEYS[4], 'owner', ARGV[4])
+redis.call('SET', KEYS[6], ARGV[7], 'EX', ARGV[8])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 'inbox'
+end
+redis.call('XADD', KEYS[3], '*', 'r', ARGV[1])
+local parked_to = 13 + tonumber(ARGV[13])
+local state = redis.call('HGET', KEYS[4], 'state') or 'idle'
+for i = 14, parked_to do
+  if state == ARGV[i] then return 'wire' end
+end
+if not redis.call('SET', KEYS[5], ARGV[5], 'NX', 'EX', ARGV[6]) then return 'wire' end
+local pushed = redis.pcall('RPUSH', KEYS[8], ARGV[12])
+if type(pushed) == 'table' and pushed.err then
+  redis.call('DEL', KEYS[5])
+  return redis.error_reply(pushed.err)
+end
+redis.call('HSET', KEYS[7], unpack(ARGV, parked_to + 1))
+redis.call('SADD', KEYS[9], KEYS[8])
+redis.call('HSET', KEYS[4], 'state', 'queued', 'updated', ARGV[3])
+return 'wire'
+"""
+
+
+def record_input(
+    redis: Redis,
+    key: SessionKey,
+    user_input: UserInput,
+    *,
+    turn_timeout_s: int,
+    parked: Iterable[str],
+    dedupe_keys: Sequence[str] = (),
+    dedupe_ttl_s: int = 0,
+    only_existing_session: bool = False,
+) -> Recorded:
+    """Record `user_input` unless a dedupe key was seen, and claim and enqueue the turn if free.
+
+    With `only_existing_session`, a thread without a session takes nothing (and claims nothing).
+    """
+    store = SessionStore(redis, key)
+    token = new_turn_token()
+    job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
+    parked = list(parked)
+    record = encode_record(AppendMessage(message=user_input.to_message()))
+    keys = [
+        store.lease_key, store.inbox_key, store.wire_key, store.meta_key, key.redis_key("queued"),
+        recent_key(key.team, key.channel, user_input.user), job.key, job.queue_key, job.queues_key,
+        *dedupe_keys,
+    ]  # fmt: skip
+    args = [
+        record, user_input.model_dump_json(), str(now_ms()), user_input.user, token, QUEUED_FLAG_TTL_S,
+        str(key), RECENT_TTL_S, token, dedupe_ttl_s, "1" if only_existing_session else "0", job.id,
+        len(parked), *parked, *job.fields,
+    ]  # fmt: skip
+    return lua(redis, _RECORD)(keys=keys, args=args).decode()  # type: ignore[no-any-return]
