@@ -24,6 +24,7 @@ from rq import SimpleWorker, Worker
 import gateway.delivery
 import jobs.compaction_job
 import jobs.turn
+from gateway.cpu_priority import lower_priority_to
 from gateway.lifeline import die_with_parent
 from gateway.processes import run_together
 from jobs import due_jobs, janitor, runtime
@@ -76,8 +77,10 @@ def supervise(turn_workers: int, passthrough: list[str]) -> int:
 
 
 def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:
-    if SUPERVISOR_PID in os.environ:
-        die_with_parent(int(os.environ[SUPERVISOR_PID]))
+    supervisor = int(os.environ[SUPERVISOR_PID]) if SUPERVISOR_PID in os.environ else None
+    if supervisor is not None:
+        die_with_parent(supervisor)
+    lower_priority_to(settings.WORKER_NICENESS, supervisor_pid=supervisor)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job

@@ -45,6 +45,7 @@ EXPECTED: dict[str, str] = {
     "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
+    "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same)",
 }
 
 
@@ -83,6 +84,9 @@ class Settings(BaseSettings):
     # A swarm of up to 128 items must not fill the turns queue ahead of every other thread's
     # turn; 4 keeps a swarm busy on a few workers and leaves room for the rest.
     AGENT_SWARM_MAX_CONCURRENCY: int = Field(default=4, gt=0)
+    # Where web and workers share cores, Slack's 3-second ack must not queue behind turn work,
+    # which waits on the model most of the time anyway.
+    WORKER_NICENESS: int = Field(default=10, ge=0, le=19)
 
     @property
     def operators(self) -> frozenset[str]:

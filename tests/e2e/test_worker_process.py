@@ -22,7 +22,16 @@ def _alive(pid: int) -> bool:
     return not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_a_killed_supervisor_takes_its_workers_and_their_schedulers_with_it(
+def _niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def _group_niceness(pid: int) -> int | None:
+    group = Path(f"/proc/{pid}/autogroup")  # absent on kernels without autogroup scheduling
+    return int(group.read_text().split()[-1]) if group.exists() else None
+
+
+def test_the_workers_run_below_web_priority_and_die_with_their_supervisor(
     tmp_path: Path, redis: Redis, redis_url: str
 ) -> None:
     stack = Stack(tmp_path, redis_url, "http://127.0.0.1:9/api/", "http://127.0.0.1:9/v1")
@@ -32,6 +41,10 @@ def test_a_killed_supervisor_takes_its_workers_and_their_schedulers_with_it(
         wait_for(lambda: redis.scard("rq:workers") == 3, what="a delivery and two turn workers")
         below += descendants(supervisor.pid)
         assert len(below) >= 3
+        assert {_niceness(pid) for pid in below} == {10}  # WORKER_NICENESS: web goes first
+        # The supervisor leads a session of its own here, as under a process manager: without
+        # its autogroup lowered too, the nice value would rank the workers only among themselves.
+        assert {_group_niceness(pid) for pid in below} <= {10, None}
 
         os.kill(supervisor.pid, signal.SIGKILL)
         supervisor.wait(timeout=10)
