@@ -1,9 +1,10 @@
 """Time to HTTP 200 for signed `app_mention` events at a fixed rate, threadline vs a bare Bolt app (issue 7).
 
     python -m bench.gateway [--seconds 20] [--rates 100,200,400] [--redis redis://127.0.0.1:6379/14]
-    python -m bench.gateway --self-check      # only the generator against a trivial server
+    python -m bench.gateway --self-check      # only the generator against a trivial ASGI app
 
-First the generator is checked against a trivial asyncio server at 1,000 requests/s, so a slow
+First the generator is checked at 1,000 requests/s for 5 s against a trivial ASGI app
+(bench.trivial_asgi) that uvicorn serves in a process of its own on this machine, so a slow
 figure below is the server's, not the generator's. Then, at each rate, the same open-loop
 schedule (bench.open_loop) goes to two servers with the same gunicorn setup: the bare Bolt app
 (bench.bare_bolt, acknowledges only) and the real `threadline web`, with Redis and a real
@@ -29,13 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from redis import Redis
 from rq.registry import StartedJobRegistry
 
 from bench.events import app_mention
 from bench.open_loop import Run, get, post, run_open_loop
 from gateway.sandbox.signing import event_request
-from gateway.sandbox.stack import BOT_TOKEN, READY_TIMEOUT_S, SIGNING_SECRET, Stack
+from gateway.sandbox.stack import (
+    BOT_TOKEN,
+    READY_TIMEOUT_S,
+    SIGNING_SECRET,
+    SOURCE_ROOT,
+    Stack,
+    free_port,
+)
 from gateway.server import EVENTS_PATH, WEB_THREADS
 from jobs.queues import SLACK_QUEUE, TURNS_QUEUE, queue
 
@@ -114,6 +123,45 @@ def serve_fakes() -> None:
     llm.stop()
 
 
+@contextmanager
+def trivial_asgi_app() -> Iterator[int]:
+    """bench.trivial_asgi under uvicorn, in a process of its own so it never holds the generator's
+    GIL; yields its port once it answers, and stops it on the way out."""
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "bench.trivial_asgi:app", "--app-dir", str(SOURCE_ROOT)]
+    command += ["--host", HOST, "--port", str(port), "--lifespan", "off"]
+    command += ["--log-level", "warning", "--no-access-log"]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        _wait_until_ok(process, f"http://{HOST}:{port}/")
+        yield port
+    finally:
+        process.terminate()  # uvicorn shuts down gracefully on SIGTERM
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_until_ok(process: subprocess.Popen[bytes], url: str) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not _says_ok(url):
+        if process.poll() is not None:
+            raise RuntimeError(f"the trivial ASGI app exited ({process.returncode}) before answering")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the trivial ASGI app did not answer within {READY_TIMEOUT_S} s")
+        time.sleep(0.05)
+
+
+def _says_ok(url: str) -> bool:
+    try:
+        response = httpx.get(url, timeout=1)
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200 and response.content == b"ok"
+
+
 def start_bare(stack: Stack) -> Stack:
     stack.spawn("web", [sys.executable, "-m", "bench.bare_bolt"])
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -188,23 +236,15 @@ def compare(args: argparse.Namespace) -> list[Pair]:
 
 
 def self_check(rate: int, seconds: float, connections: int) -> Run:
-    command = [sys.executable, "-m", "bench.open_loop", "--serve"]
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        port = int(process.stdout.readline())
+    with trivial_asgi_app() as port:
         body = json.dumps(mention(0, 0, 1)).encode()
         requests = [post(HOST, port, "/", body, {"Content-Type": "application/json"})] * int(rate * seconds)
         return fire(port, requests, rate, connections)
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=10)
 
 
 def print_self_check(run: Run, seconds: float) -> None:
     print(
-        f"self-check: generator → trivial asyncio server, {run.rate:.0f} req/s for {seconds:g} s: "
+        f"self-check: generator → trivial ASGI app (uvicorn), {run.rate:.0f} req/s for {seconds:g} s: "
         f"p50 {run.percentile_ms(50):.2f} ms, p99 {run.percentile_ms(99):.2f} ms, "
         f"errors {run.errors}/{run.sent}; sent late p99 {run.late_percentile_ms(99):.2f} ms"
     )

@@ -6,16 +6,12 @@ accept queue, behind busy threads) is part of the figure: no coordinated omissio
 bytes built before the clock starts; responses are read by hand (status line, Content-Length or
 chunked), because a general client (httpx's async one) saturates near 150 requests/s here and
 would measure itself.
-
-    python -m bench.open_loop --serve     # a trivial keep-alive server; prints its port
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -249,51 +245,3 @@ async def _open_primed(pool: _Pool, count: int, prime: bytes, timeout_s: float) 
     now = asyncio.get_running_loop().time()
     for connection in opened:
         pool.give(connection, now)
-
-
-# -- a trivial server, to show the generator is not what limits a run --------------------------
-
-OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
-
-
-async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
-            writer.write(OK_RESPONSE)
-    except ERRORS:
-        pass
-    finally:
-        writer.close()
-
-
-async def trivial_server(host: str = "127.0.0.1", port: int = 0) -> asyncio.Server:
-    """A keep-alive HTTP/1.1 server that answers every request `200 ok` at once."""
-    return await asyncio.start_server(_answer, host, port, backlog=1024)
-
-
-async def _serve_until_stdin_closes() -> None:
-    server = await trivial_server()
-    print(server.sockets[0].getsockname()[1], flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-    server.close()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--serve", action="store_true", help="run the trivial server until stdin closes")
-    args = parser.parse_args()
-    if args.serve:
-        asyncio.run(_serve_until_stdin_closes())
-
-
-if __name__ == "__main__":
-    main()

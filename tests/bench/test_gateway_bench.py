@@ -9,26 +9,16 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
-from bench.gateway import HOST, fire, mention, signed_mentions, start_bare
-from bench.open_loop import Run, get, post, read_response, run_open_loop, trivial_server
+from bench.gateway import HOST, fire, mention, signed_mentions, start_bare, trivial_asgi_app
+from bench.open_loop import Run, post, read_response
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 
 RATE = 50
 SECONDS = 1
-
-
-async def _against_trivial_server(count: int) -> Run:
-    server = await trivial_server()
-    port = server.sockets[0].getsockname()[1]
-    requests = [post(HOST, port, "/", json.dumps({"i": i}).encode(), {}) for i in range(count)]
-    try:
-        return await run_open_loop(HOST, port, requests, RATE, connections=2, prime=get(HOST, port, "/"))
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 def _all_answered(run: Run, count: int) -> None:
@@ -40,9 +30,20 @@ def _all_answered(run: Run, count: int) -> None:
     assert run.percentile_ms(50) <= run.percentile_ms(99) <= run.latencies_ms()[-1]
 
 
-def test_every_request_to_a_trivial_server_is_answered_and_timed() -> None:
-    run = asyncio.run(_against_trivial_server(RATE * SECONDS))
-    _all_answered(run, RATE * SECONDS)
+def test_every_request_to_the_trivial_asgi_app_is_answered_and_timed() -> None:
+    count = RATE * SECONDS
+    with trivial_asgi_app() as port:
+        requests = [post(HOST, port, "/", json.dumps({"i": i}).encode(), {}) for i in range(count)]
+        run = fire(port, requests, RATE, connections=2)
+    _all_answered(run, count)
+
+
+def test_the_trivial_asgi_app_answers_a_large_body_ok_and_is_stopped_after() -> None:
+    with trivial_asgi_app() as port:
+        response = httpx.post(f"http://{HOST}:{port}/events", content=b"x" * 1_000_000)
+    assert (response.status_code, response.text) == (200, "ok")
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://{HOST}:{port}/")
 
 
 def test_a_response_in_chunks_or_closing_its_connection_is_read_whole() -> None:
