@@ -4,7 +4,7 @@
     python -m bench.gateway --self-check      # only the generator against a trivial ASGI app
 
 First the generator is checked at 1,000 requests/s for 5 s against a trivial ASGI app
-(bench.trivial_asgi) that uvicorn serves in a process of its own on this machine, so a slow
+(bench.trivial_asgi) that uvicorn (httptools, uvloop) serves in a process of its own, so a slow
 figure below is the server's, not the generator's. Then, at each rate, the same open-loop
 schedule (bench.open_loop) goes to two servers with the same gunicorn setup: the bare Bolt app
 (bench.bare_bolt, acknowledges only) and the real `threadline web`, with Redis and a real
@@ -130,6 +130,7 @@ def trivial_asgi_app() -> Iterator[int]:
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "bench.trivial_asgi:app", "--app-dir", str(SOURCE_ROOT)]
     command += ["--host", HOST, "--port", str(port), "--lifespan", "off"]
+    command += ["--http", "httptools", "--loop", "uvloop"]  # named, so the same server is measured
     command += ["--log-level", "warning", "--no-access-log"]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
@@ -244,7 +245,8 @@ def self_check(rate: int, seconds: float, connections: int) -> Run:
 
 def print_self_check(run: Run, seconds: float) -> None:
     print(
-        f"self-check: generator → trivial ASGI app (uvicorn), {run.rate:.0f} req/s for {seconds:g} s: "
+        f"self-check: generator → trivial ASGI app (uvicorn, httptools, uvloop), {run.rate:.0f} req/s "
+        f"for {seconds:g} s: "
         f"p50 {run.percentile_ms(50):.2f} ms, p99 {run.percentile_ms(99):.2f} ms, "
         f"errors {run.errors}/{run.sent}; sent late p99 {run.late_percentile_ms(99):.2f} ms"
     )
