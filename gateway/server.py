@@ -7,6 +7,7 @@ gthread keeps them off any event loop, and Bolt's sync App is the best-trodden B
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -102,9 +103,20 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("threads", WEB_THREADS)
         self.cfg.set("accesslog", None)
         self.cfg.set("graceful_timeout", 10)
+        self.cfg.set("post_worker_init", _freeze_what_loading_made)
 
     def load(self) -> WSGIApp:
         return wsgi_app(self.settings)
+
+
+def _freeze_what_loading_made(_worker: object) -> None:
+    """Keep the app's own objects (modules, Bolt, pydantic schemas) out of every later collection.
+
+    They live as long as the process, yet a full collection walks all of them: with threadline's
+    imports that was a 30-50 ms pause of every thread, a few times a minute under load.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def serve(settings: Settings) -> None:
