@@ -6,6 +6,7 @@ No wall-time asserts: timings belong in `bench/`, this only checks the machinery
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from pathlib import Path
 
@@ -36,6 +37,16 @@ def test_every_request_to_the_trivial_asgi_app_is_answered_and_timed() -> None:
         requests = [post(HOST, port, "/", json.dumps({"i": i}).encode(), {}) for i in range(count)]
         run = fire(port, requests, RATE, connections=2)
     _all_answered(run, count)
+
+
+def test_no_garbage_collection_pauses_the_generator_while_its_clock_runs() -> None:
+    count = 2_000  # enough garbage for dozens of collections, were they allowed
+    with trivial_asgi_app() as port:
+        requests = [post(HOST, port, "/", json.dumps({"i": i}).encode(), {}) for i in range(count)]
+        run = fire(port, requests, 2_000, connections=4)
+    _all_answered(run, count)
+    assert run.collections == 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_the_trivial_asgi_app_answers_a_large_body_ok_and_is_stopped_after() -> None:
