@@ -45,7 +45,7 @@ EXPECTED: dict[str, str] = {
     "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
-    "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same)",
+    "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same as web)",
 }
 
 

@@ -45,6 +45,7 @@ def test_the_workers_run_below_web_priority_and_die_with_their_supervisor(
         # The supervisor leads a session of its own here, as under a process manager: without
         # its autogroup lowered too, the nice value would rank the workers only among themselves.
         assert {_group_niceness(pid) for pid in below} <= {10, None}
+        assert {os.sched_getscheduler(pid) for pid in below} == {os.SCHED_BATCH}  # never preempts web
 
         os.kill(supervisor.pid, signal.SIGKILL)
         supervisor.wait(timeout=10)
