@@ -1,7 +1,7 @@
 """What a person said, recorded in one round trip: dedupe, the input, the turn and its RQ job.
 
 A mention is on Slack's clock (it waits for our 200), so everything it writes is one Lua
-script: the dedupe keys (`SET NX EX`, all or none), `_SUBMIT`'s routing of the input (inbox
+script: the dedupe keys (`SET NX EX`, all or none), `SessionStore.submit`'s routing of the input (inbox
 while a turn holds the lease, wire otherwise), `created` / `owner` noted once, the caller's
 latest session in the channel, and, when the input went to the wire of a session that is not
 parked, the turn: the `queued` flag (SET NX, so concurrent inputs claim one turn), the
