@@ -60,7 +60,13 @@ class Stack:
             **env,
         }
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=10)
+        # A fresh connection per request: reusing one that gunicorn is closing as idle (after its
+        # 2 s keep-alive) loses the request to a reset, a race a loaded machine makes likely.
+        self.client = httpx.Client(
+            base_url=f"http://127.0.0.1:{self.port}",
+            timeout=10,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
 
     def start(self, *, workers: int = 1, socket_mode: Any = None) -> Stack:
         """Start web and workers; with `socket_mode` (a FakeSocketMode), web dials out to it."""
