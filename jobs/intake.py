@@ -7,8 +7,8 @@ latest session in the channel, and, when the input went to the wire of a session
 parked, the turn: the `queued` flag (SET NX, so concurrent inputs claim one turn), the
 `queued` state, and the RQ job RQ would have written, pushed onto the `turns` queue.
 
-The job is built by RQ (`Queue.create_job`, `Job.to_dict`); only its storage happens here, so
-it is written in the same step as the state that says it exists. A queue that refuses the
+The job's fields are RQ's (`jobs.queues.turn_job`); only its storage happens here, so it is
+written in the same step as the state that says it exists. A queue that refuses the
 push (WRONGTYPE) leaves the input recorded and no claim behind: resume or the next message
 schedules the turn, and Slack's retry of this delivery is a duplicate, as it should be.
 """

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
+import zlib
 from dataclasses import dataclass
 
 from redis import Redis
 from rq import Queue
 from rq.exceptions import DuplicateJobError
+from rq.job import Job
 from rq.serializers import JSONSerializer
-from rq.utils import now
+from rq.utils import get_call_string, now, utcformat
 
 from jobs.keys import SessionKey
 
@@ -67,22 +69,55 @@ class TurnJob:
 
 
 def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> TurnJob:
-    """The job `enqueue_turn` would enqueue, built by RQ and not yet stored (see jobs.intake)."""
+    """The job `enqueue_turn` would enqueue, not yet stored (see jobs.intake).
+
+    It is on a mention's path to its 200, so RQ builds one job per timeout and each turn only
+    fills in what differs, with RQ's own helpers: its call, its description and its timestamps.
+    """
     turns = queue(redis, TURNS_QUEUE)
+    args = (str(key),)
+    stamp = utcformat(now())
+    own = {
+        "data": zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {}))),
+        "description": get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH),
+        "created_at": stamp,
+        "enqueued_at": stamp,
+    }
+    fields: list[str | bytes] = []
+    for name, value in _shared_fields(turns, turn_timeout_s):
+        fields += [name, own.get(name, value)]
+    job_id = f"turn-{token}"
+    return TurnJob(job_id, Job.key_for(job_id), turns.key, turns.redis_queues_keys, fields)
+
+
+DESCRIPTION_LENGTH = 75  # what Job.get_call_string passes
+
+
+_shared: dict[int, tuple[tuple[str, str | bytes], ...]] = {}
+
+
+def _shared_fields(turns: Queue, turn_timeout_s: int) -> tuple[tuple[str, str | bytes], ...]:
+    """The hash fields RQ writes for a turn job with this timeout, in RQ's order."""
+    fields = _shared.get(turn_timeout_s)
+    if fields is None:
+        fields = _shared[turn_timeout_s] = _fields_rq_writes(turns, turn_timeout_s)
+    return fields
+
+
+def _fields_rq_writes(turns: Queue, turn_timeout_s: int) -> tuple[tuple[str, str | bytes], ...]:
     job = turns.create_job(
         TURN_JOB,
-        args=(str(key),),
-        job_id=f"turn-{token}",
+        args=("",),
         timeout=turn_timeout_s + TURN_TIMEOUT_GRACE_S,
         result_ttl=0,
         failure_ttl=FAILURE_TTL_S,
     )
     job.enqueued_at = now()
-    fields: list[str | bytes] = []
-    for name, value in job.to_dict().items():
-        if value is not None:  # as RQ's own unique enqueue stores it
-            fields += [name, value if isinstance(value, bytes | str) else str(value)]
-    return TurnJob(job.id, job.key, turns.key, turns.redis_queues_keys, fields)
+    return tuple(
+        (name, value if isinstance(value, bytes | str) else str(value))
+        for name, value in job.to_dict().items()
+        if value is not None  # as RQ's own unique enqueue stores it
+    )
 
 
 def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> bool:
