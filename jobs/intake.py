@@ -24,7 +24,7 @@ from agent.wire import AppendMessage
 from jobs.inbound import UserInput
 from jobs.keys import SessionKey
 from jobs.lua import lua
-from jobs.queues import QUEUED_FLAG_TTL_S, new_turn_token, turn_job
+from jobs.queues import QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
 from jobs.sessions import RECENT_TTL_S, recent_key
 from jobs.store import SessionStore, encode_record, now_ms
 
@@ -33,16 +33,18 @@ Recorded = Literal["wire", "inbox", "duplicate", "no session"]
 # KEYS: 1 lease, 2 inbox, 3 wire, 4 meta, 5 queued flag, 6 recent, 7 job, 8 queue, 9 rq:queues,
 #       10.. dedupe keys
 # ARGV: 1 record, 2 input json, 3 now ms, 4 user, 5 token, 6 flag ttl, 7 session key, 8 recent ttl,
-#       9 dedupe token, 10 dedupe ttl, 11 '1' when only an existing session takes input,
-#       12 job id, 13 number of parked states, then the parked states, then the job's fields
+#       9 '1' when only an existing session takes input, 10 dedupe ttl, 11 job id,
+#       12 number of parked states, then the parked states, then the values of the job's own fields
+# The job fields every turn shares are written into the script (see _script_for): as arguments
+# they would be most of what each call sends and Redis unpacks.
 _RECORD = """
 local dedupe_from = 10
 for i = dedupe_from, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then return 'duplicate' end
 end
-if ARGV[11] == '1' and redis.call('EXISTS', KEYS[4]) == 0 then return 'no session' end
+if ARGV[9] == '1' and redis.call('EXISTS', KEYS[4]) == 0 then return 'no session' end
 for i = dedupe_from, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[9], 'EX', ARGV[10])
+  redis.call('SET', KEYS[i], ARGV[5], 'EX', ARGV[10])
 end
 redis.call('HSETNX', KEYS[4], 'created', ARGV[3])
 redis.call('HSETNX', KEYS[4], 'owner', ARGV[4])
@@ -52,22 +54,42 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return 'inbox'
 end
 redis.call('XADD', KEYS[3], '*', 'r', ARGV[1])
-local parked_to = 13 + tonumber(ARGV[13])
+local parked_to = 12 + tonumber(ARGV[12])
 local state = redis.call('HGET', KEYS[4], 'state') or 'idle'
-for i = 14, parked_to do
+for i = 13, parked_to do
   if state == ARGV[i] then return 'wire' end
 end
 if not redis.call('SET', KEYS[5], ARGV[5], 'NX', 'EX', ARGV[6]) then return 'wire' end
-local pushed = redis.pcall('RPUSH', KEYS[8], ARGV[12])
+local pushed = redis.pcall('RPUSH', KEYS[8], ARGV[11])
 if type(pushed) == 'table' and pushed.err then
   redis.call('DEL', KEYS[5])
   return redis.error_reply(pushed.err)
 end
-redis.call('HSET', KEYS[7], unpack(ARGV, parked_to + 1))
+local own = parked_to
+redis.call('HSET', KEYS[7], %(job_fields)s)
 redis.call('SADD', KEYS[9], KEYS[8])
 redis.call('HSET', KEYS[4], 'state', 'queued', 'updated', ARGV[3])
 return 'wire'
 """
+
+_scripts: dict[tuple[Fields, tuple[str, ...]], str] = {}
+
+
+def _script_for(shared: Fields, own_names: tuple[str, ...]) -> str:
+    """The script with `shared` written in as Lua literals and `own_names` read from ARGV."""
+    source = _scripts.get((shared, own_names))
+    if source is None:
+        pairs = [f"{_literal(name)}, ARGV[own + {i}]" for i, name in enumerate(own_names, 1)]
+        pairs += [f"{_literal(name)}, {_literal(value)}" for name, value in shared]
+        source = _scripts[(shared, own_names)] = _RECORD % {"job_fields": ", ".join(pairs)}
+    return source
+
+
+def _literal(value: str | bytes) -> str:
+    """A Lua string literal for any bytes: ASCII letters and digits as they are, the rest as \\ddd
+    (three digits always, so a digit that follows is never read as part of the escape)."""
+    raw = value.encode() if isinstance(value, str) else value
+    return '"' + "".join(chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\{b:03d}" for b in raw) + '"'
 
 
 def record_input(
@@ -97,7 +119,8 @@ def record_input(
     ]  # fmt: skip
     args = [
         record, user_input.model_dump_json(), str(now_ms()), user_input.user, token, QUEUED_FLAG_TTL_S,
-        str(key), RECENT_TTL_S, token, dedupe_ttl_s, "1" if only_existing_session else "0", job.id,
-        len(parked), *parked, *job.fields,
+        str(key), RECENT_TTL_S, "1" if only_existing_session else "0", dedupe_ttl_s, job.id,
+        len(parked), *parked, *(value for _, value in job.own),
     ]  # fmt: skip
-    return lua(redis, _RECORD)(keys=keys, args=args).decode()  # type: ignore[no-any-return]
+    script = _script_for(job.shared, tuple(name for name, _ in job.own))
+    return lua(redis, script)(keys=keys, args=args).decode()  # type: ignore[no-any-return]

@@ -57,15 +57,26 @@ def new_turn_token() -> str:
     return uuid.uuid4().hex[:12]
 
 
+Fields = tuple[tuple[str, str | bytes], ...]
+
+
 @dataclass(frozen=True)
 class TurnJob:
-    """A turn's RQ job as RQ would store it: its hash's fields and the keys to push it onto."""
+    """A turn's RQ job as RQ would store it: its hash's fields and the keys to push it onto.
+
+    `shared` are the fields every turn job with this timeout has; `own` this turn's.
+    """
 
     id: str
     key: str
     queue_key: str
     queues_key: str
-    fields: list[str | bytes]
+    shared: Fields
+    own: Fields
+
+    @property
+    def fields(self) -> dict[str, str | bytes]:
+        return dict(self.shared + self.own)
 
 
 def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> TurnJob:
@@ -77,34 +88,33 @@ def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) 
     turns = queue(redis, TURNS_QUEUE)
     args = (str(key),)
     stamp = utcformat(now())
-    own = {
-        "data": zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {}))),
-        "description": get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH),
-        "created_at": stamp,
-        "enqueued_at": stamp,
-    }
-    fields: list[str | bytes] = []
-    for name, value in _shared_fields(turns, turn_timeout_s):
-        fields += [name, own.get(name, value)]
+    own: Fields = (
+        ("created_at", stamp),
+        ("data", zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))),
+        ("description", get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH) or ""),
+        ("enqueued_at", stamp),
+    )
     job_id = f"turn-{token}"
-    return TurnJob(job_id, Job.key_for(job_id), turns.key, turns.redis_queues_keys, fields)
+    shared = _shared_fields(turns, turn_timeout_s)
+    return TurnJob(job_id, Job.key_for(job_id), turns.key, turns.redis_queues_keys, shared, own)
 
 
 DESCRIPTION_LENGTH = 75  # what Job.get_call_string passes
+OWN_FIELDS = ("created_at", "data", "description", "enqueued_at")
+
+_shared: dict[int, Fields] = {}
 
 
-_shared: dict[int, tuple[tuple[str, str | bytes], ...]] = {}
-
-
-def _shared_fields(turns: Queue, turn_timeout_s: int) -> tuple[tuple[str, str | bytes], ...]:
-    """The hash fields RQ writes for a turn job with this timeout, in RQ's order."""
+def _shared_fields(turns: Queue, turn_timeout_s: int) -> Fields:
+    """The hash fields RQ writes for every turn job with this timeout, in RQ's order."""
     fields = _shared.get(turn_timeout_s)
     if fields is None:
-        fields = _shared[turn_timeout_s] = _fields_rq_writes(turns, turn_timeout_s)
+        every = _fields_rq_writes(turns, turn_timeout_s)
+        fields = _shared[turn_timeout_s] = tuple((n, v) for n, v in every if n not in OWN_FIELDS)
     return fields
 
 
-def _fields_rq_writes(turns: Queue, turn_timeout_s: int) -> tuple[tuple[str, str | bytes], ...]:
+def _fields_rq_writes(turns: Queue, turn_timeout_s: int) -> Fields:
     job = turns.create_job(
         TURN_JOB,
         args=("",),

@@ -9,7 +9,7 @@ from rq.job import Job
 
 from jobs.dedupe import DEDUPE_TTL_S, delivery_keys
 from jobs.inbound import UserInput
-from jobs.intake import record_input
+from jobs.intake import _literal, record_input
 from jobs.keys import SessionKey
 from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, enqueue_turn, queue
 from jobs.sessions import PARKED_STATES, latest_session, set_state
@@ -105,3 +105,21 @@ def test_a_queue_refusing_the_job_keeps_the_input_and_no_claim(redis: Redis) -> 
     assert not redis.exists(KEY.redis_key("queued")) and not redis.keys("rq:job:*")
     assert record(redis) == "duplicate"  # Slack's retry does not record it twice
     assert wire_inputs(redis) == ["1700000000.000100"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "queued",
+        "604800",
+        "jobs.turn.run_turn('T1:C1:1.2')",
+        'a"b\\c\n',
+        "é 1",
+        bytes(range(256)),
+        b"\x011",  # an escape followed by a digit
+    ],
+)
+def test_job_fields_written_into_the_script_read_back_byte_for_byte(redis: Redis, value: str | bytes) -> None:
+    expected = value.encode() if isinstance(value, str) else value
+    assert redis.eval(f"return {_literal(value)}", 0) == expected
