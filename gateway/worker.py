@@ -17,9 +17,14 @@ import logging
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from rq import SimpleWorker, Worker
+from rq.worker import BaseWorker
 
 import gateway.delivery
 import jobs.compaction_job
@@ -37,6 +42,8 @@ PRELOADED_JOB_MODULES = (jobs.turn, jobs.compaction_job, gateway.delivery)
 # pays ~70 ms per job, so the parent loads it once.
 LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
 
+log = logging.getLogger(__name__)
+
 
 def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
     """Every worker process sweeps (one at a time, under a lock), so no extra process is needed."""
@@ -44,7 +51,7 @@ def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
         try:
             janitor.sweep(redis, every_s)
         except Exception:  # Redis away for a moment: the next sweep tries again
-            logging.getLogger(__name__).warning("janitor sweep failed", exc_info=True)
+            log.warning("janitor sweep failed", exc_info=True)
         if stop.wait(every_s):
             return
 
@@ -57,7 +64,7 @@ def _release_due(redis: Redis, stop: threading.Event) -> None:
             for each in queues:
                 due_jobs.release_due_jobs(redis, each)
         except Exception:  # Redis away for a moment: the next tick tries again
-            logging.getLogger(__name__).warning("releasing due jobs failed", exc_info=True)
+            log.warning("releasing due jobs failed", exc_info=True)
 
 
 WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
@@ -85,9 +92,7 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
     if not settings.LLM_BASE_URL:
-        logging.getLogger(__name__).warning(
-            "LLM_BASE_URL is not set: turns use the built-in demo model (scripted)"
-        )
+        log.warning("LLM_BASE_URL is not set: turns use the built-in demo model (scripted)")
     runtime.build_model(settings)
     jobs.turn.tool_setup()
     for name in LAZY_TRANSPORT_MODULES:
@@ -101,7 +106,47 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     for target, args in background:
         threading.Thread(target=target, args=args, daemon=True).start()
     try:
-        worker = WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)
-        worker.work(burst=burst, with_scheduler=False)
+        kind = WORKER_CLASSES[worker_class]
+        work_through_outages(lambda: kind(queues, connection=redis, serializer=SERIALIZER), burst=burst)
     finally:
         stop.set()
+
+
+REDIS_WAIT_CAP_S = 5.0
+
+
+def work_through_outages(new_worker: Callable[[], BaseWorker], *, burst: bool = False) -> None:
+    """RQ's work loop until it is asked to stop (SIGTERM, SIGINT) or, in burst mode, runs dry.
+
+    RQ rides out a lost connection only while it waits for a job: a Redis restart that lands on
+    any other step (marking itself idle, a heartbeat) ends its loop, and its teardown may raise
+    as well. That must not take the worker, and with it every other worker of this `worker`
+    process, down: it waits for Redis to answer and starts a fresh RQ worker.
+    """
+    while True:
+        worker = new_worker()
+        try:
+            worker.work(burst=burst, with_scheduler=False)
+        except RedisConnectionError:
+            log.warning("Redis went away while RQ's worker stopped", exc_info=True)
+        if burst or _asked_to_stop(worker):
+            return
+        log.warning("RQ's work loop ended without a stop request; working again once Redis answers")
+        wait_for_redis(worker.connection)
+
+
+def _asked_to_stop(worker: BaseWorker) -> bool:
+    # RQ notes the time of a stop signal here, idle or busy; its public accessor reads it back
+    # from Redis, which may be the thing that is away. (rq is pinned below 4.)
+    return worker._shutdown_requested_date is not None
+
+
+def wait_for_redis(redis: Redis) -> None:
+    pause = 0.1
+    while True:
+        try:
+            redis.ping()
+            return
+        except RedisError:
+            time.sleep(pause)
+            pause = min(pause * 2, REDIS_WAIT_CAP_S)

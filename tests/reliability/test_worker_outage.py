@@ -1,0 +1,61 @@
+"""Redis goes away in the middle of RQ's work loop: the worker waits for it and works on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from redis import Redis
+from rq import Queue
+
+from gateway.sandbox.stack import SOURCE_ROOT
+from tests.durable_redis import DurableRedis
+from tests.polling import wait_for
+
+HERE = "tests.reliability.test_worker_outage"
+QUEUE = "outage"
+# What `threadline worker` runs for each of its RQ workers, on a queue of the test's own.
+WORKER = (
+    "import sys; from redis import Redis; from rq import Queue, SimpleWorker; "
+    "from gateway.worker import work_through_outages; "
+    "r = Redis.from_url(sys.argv[1]); q = Queue(sys.argv[2], connection=r); "
+    "work_through_outages(lambda: SimpleWorker([q], connection=r))"
+)
+
+
+def shut_redis_down(url: str) -> None:
+    """A job that takes Redis away, so RQ's own bookkeeping right after it meets the outage."""
+    Redis.from_url(url).shutdown(nosave=True)
+
+
+def note_done(url: str) -> None:
+    Redis.from_url(url).set("done after the outage", "yes")
+
+
+def test_a_worker_whose_loop_meets_an_outage_works_again_once_redis_is_back(tmp_path: Path) -> None:
+    server = DurableRedis(tmp_path).start()
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER, server.url, QUEUE], cwd=SOURCE_ROOT, stdout=log, stderr=log
+        )
+    try:
+        Queue(QUEUE, connection=Redis.from_url(server.url)).enqueue(f"{HERE}.shut_redis_down", server.url)
+        wait_for(
+            lambda: worker.poll() is not None or "quitting" in log_path.read_text(),
+            timeout=60,
+            what="RQ's loop to end on the outage",
+        )
+        server.restart()
+        redis = Redis.from_url(server.url)
+        Queue(QUEUE, connection=redis).enqueue(f"{HERE}.note_done", server.url)
+
+        wait_for(lambda: redis.get("done after the outage"), timeout=60, what="the job after the outage")
+        assert worker.poll() is None
+        worker.terminate()  # a stop request still stops it
+        assert worker.wait(timeout=30) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        server.stop()
