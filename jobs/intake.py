@@ -24,7 +24,7 @@ from agent.wire import AppendMessage
 from jobs.inbound import UserInput
 from jobs.keys import SessionKey
 from jobs.lua import lua
-from jobs.queues import QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
+from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
 from jobs.sessions import RECENT_TTL_S, recent_key
 from jobs.store import SessionStore, encode_record, now_ms
 
@@ -72,16 +72,16 @@ redis.call('HSET', KEYS[4], 'state', 'queued', 'updated', ARGV[3])
 return 'wire'
 """
 
-_scripts: dict[tuple[Fields, tuple[str, ...]], str] = {}
+_scripts: dict[Fields, str] = {}
 
 
-def _script_for(shared: Fields, own_names: tuple[str, ...]) -> str:
-    """The script with `shared` written in as Lua literals and `own_names` read from ARGV."""
-    source = _scripts.get((shared, own_names))
+def _script_for(shared: Fields) -> str:
+    """The script with `shared` written in as Lua literals and the job's own fields read from ARGV."""
+    source = _scripts.get(shared)
     if source is None:
-        pairs = [f"{_literal(name)}, ARGV[own + {i}]" for i, name in enumerate(own_names, 1)]
+        pairs = [f"{_literal(name)}, ARGV[own + {i}]" for i, name in enumerate(OWN_FIELDS, 1)]
         pairs += [f"{_literal(name)}, {_literal(value)}" for name, value in shared]
-        source = _scripts[(shared, own_names)] = _RECORD % {"job_fields": ", ".join(pairs)}
+        source = _scripts[shared] = _RECORD % {"job_fields": ", ".join(pairs)}
     return source
 
 
@@ -122,5 +122,5 @@ def record_input(
         str(key), RECENT_TTL_S, "1" if only_existing_session else "0", dedupe_ttl_s, job.id,
         len(parked), *parked, *(value for _, value in job.own),
     ]  # fmt: skip
-    script = _script_for(job.shared, tuple(name for name, _ in job.own))
+    script = _script_for(job.shared)
     return lua(redis, script)(keys=keys, args=args).decode()  # type: ignore[no-any-return]

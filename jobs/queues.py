@@ -88,19 +88,16 @@ def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) 
     turns = queue(redis, TURNS_QUEUE)
     args = (str(key),)
     stamp = utcformat(now())
-    own: Fields = (
-        ("created_at", stamp),
-        ("data", zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))),
-        ("description", get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH) or ""),
-        ("enqueued_at", stamp),
-    )
+    data = zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))
+    description = get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH) or ""
+    own: Fields = tuple(zip(OWN_FIELDS, (stamp, data, description, stamp), strict=True))
     job_id = f"turn-{token}"
     shared = _shared_fields(turns, turn_timeout_s)
     return TurnJob(job_id, Job.key_for(job_id), turns.key, turns.redis_queues_keys, shared, own)
 
 
 DESCRIPTION_LENGTH = 75  # what Job.get_call_string passes
-OWN_FIELDS = ("created_at", "data", "description", "enqueued_at")
+OWN_FIELDS = ("created_at", "data", "description", "enqueued_at")  # the order of TurnJob.own
 
 _shared: dict[int, Fields] = {}
 
