@@ -1,6 +1,5 @@
 """The pure core: messages, wire fold, projection, compaction, tools, loop. No Slack, Redis or RQ."""
 
-from agent.anomalies import Anomaly
 from agent.compaction import (
     CompactionConfig,
     can_split_after,
@@ -11,12 +10,13 @@ from agent.compaction import (
     should_compact,
 )
 from agent.fold import fold
-from agent.incremental import IncrementalProjector
-from agent.inherited import close_trailing_open_tool_exchange
 from agent.messages import Message, ToolCall
-from agent.projection import project, project_strict
-from agent.projection_report import ProjectionReporter
-from agent.rendering import render_tool_result
+from agent.projection.anomalies import Anomaly
+from agent.projection.incremental import IncrementalProjector
+from agent.projection.inherited import close_trailing_open_tool_exchange
+from agent.projection.projector import project, project_strict
+from agent.projection.rendering import render_tool_result
+from agent.projection.report import ProjectionReporter
 from agent.tokens import estimate_message, estimate_text
 from agent.tools import (
     BatchAdapter,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from slack_bolt import Ack, App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from gateway.server import WSGIApp, _Gunicorn, routes
+from gateway.processes.web import WSGIApp, _Gunicorn, routes
 from gateway.slack_client import web_client
 from jobs.settings import Settings
 

@@ -30,13 +30,13 @@ from pathlib import Path
 
 from redis import Redis
 
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls
-from gateway.sandbox.fake_slack import FakeSlack
+from agent.testing.fake_model import FakeLLM, Reply, calls
+from gateway.sandbox.fake_slack.server import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.control import resume, submit_input
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 
 KILL_POINTS = ("model", "tool", "between", "delivery")
 ANSWER = "All three steps are done."

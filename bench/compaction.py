@@ -6,7 +6,7 @@
    source; median of 30 runs. "cold" builds fresh message objects before each run, so no
    estimate is memoised; "warm" reuses one history whose estimates are already cached. The
    reference TypeScript takes about 9–16 ms cold.
-2. Starting a turn (`jobs.history.load_folder`) on sessions of 1,000, 10,000 and 50,000 wire
+2. Starting a turn (`jobs.session.history.load_folder`) on sessions of 1,000, 10,000 and 50,000 wire
    entries, with and without a compaction checkpoint (which leaves a 200-entry tail to fold).
 """
 
@@ -20,15 +20,15 @@ from collections.abc import Callable
 
 from redis import Redis
 
-from agent.compaction_rules import compute_compact_count
+from agent.compaction.rules import compute_compact_count
 from agent.fold import fold
 from agent.messages import Message
 from agent.tokens import estimate_message
 from agent.wire import AppendLoopEvent, AppendMessage, ApplyCompaction, ContentPartEvent, StepBegin, StepEnd
 from bench.history import make_history
-from jobs.history import checkpoint_key, load_folder, save_checkpoint
 from jobs.keys import SessionKey
-from jobs.store import RECORD_FIELD, SessionStore, encode_record
+from jobs.session.history import checkpoint_key, load_folder, save_checkpoint
+from jobs.session.store import RECORD_FIELD, SessionStore, encode_record
 
 LOG_SIZES = (1_000, 10_000, 50_000)
 TAIL_ENTRIES = 200

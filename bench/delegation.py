@@ -29,15 +29,15 @@ from pathlib import Path
 
 from redis import Redis
 
+from agent.testing.fake_model import FakeLLM, Reply, calls, text
 from agent.tools import accesses as acc
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack.server import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.control import submit_input
 from jobs.delegation.write_lock import RedisWriteLock
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 
 WARMUP_RUNS = 2
 LOCK_HOLDS = 2_000

@@ -40,7 +40,8 @@ from rq.registry import StartedJobRegistry
 
 from bench.events import app_mention
 from bench.open_loop import Run, get, post, run_open_loop
-from gateway.cpu_priority import lower_priority_to
+from gateway.processes.cpu_priority import lower_priority_to
+from gateway.processes.web import EVENTS_PATH, WEB_THREADS
 from gateway.sandbox.signing import event_request
 from gateway.sandbox.stack import (
     BOT_TOKEN,
@@ -50,7 +51,6 @@ from gateway.sandbox.stack import (
     Stack,
     free_port,
 )
-from gateway.server import EVENTS_PATH, WEB_THREADS
 from jobs.queues import SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.settings import Settings
 
@@ -123,8 +123,8 @@ def fakes_process() -> Iterator[Fakes]:
 
 
 def serve_fakes() -> None:
-    from gateway.sandbox.fake_llm import FakeLLM
-    from gateway.sandbox.fake_slack import FakeSlack
+    from agent.testing.fake_model import FakeLLM
+    from gateway.sandbox.fake_slack.server import FakeSlack
 
     lower_priority_to(Settings().WORKER_NICENESS)
     slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from redis import Redis
 
+from agent.testing.fake_model import FakeLLM, Reply, calls, text
 from bench.mention_latency import mention_body
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
-from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 
 ANSWER = "done with this one"
 CHANNELS = 50  # Slack paces posts per channel (~1/s); a real workload spreads over channels

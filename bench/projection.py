@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from agent.incremental import IncrementalProjector
 from agent.messages import Message, Origin, TextPart, ToolCall
-from agent.projection import project, project_strict
+from agent.projection.incremental import IncrementalProjector
+from agent.projection.projector import project, project_strict
 
 SEED = 20260512
 RUNS = 30

@@ -23,14 +23,14 @@ from pathlib import Path
 from redis import Redis
 
 from agent.messages import assistant_message, user_message
+from agent.testing.fake_model import FakeLLM, Reply, text
 from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
-from gateway.sandbox.fake_llm import FakeLLM, Reply, text
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack.server import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.control import submit_input
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 
 POLL_S = 0.001
 INFO_COMMAND_BYTES = len(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
@@ -120,8 +120,8 @@ def bytes_per_turn(
     so nothing else is counted (INFO total_net_input_bytes counts every client)."""
     settings = {"REDIS_URL": _url(redis), "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "fake"}
     os.environ.update(settings, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=slack.api_url, APPROVAL_TOOLS="")
-    import gateway.delivery
-    import jobs.turn
+    import gateway.delivery.job
+    import jobs.turn.runner
     from jobs import runtime
 
     runtime.settings.cache_clear()
@@ -134,8 +134,8 @@ def bytes_per_turn(
         ts = slack.add_user_message("C1", "next", user="U1", thread_ts=key.thread_ts)["ts"]
         before = int(redis.info("stats")["total_net_input_bytes"])
         submit_input(redis, key, UserInput(text=f"next {sample}", user="U1", ts=ts), turn_timeout_s=600)
-        jobs.turn.run_turn(str(key))
-        gateway.delivery.deliver(str(key))
+        jobs.turn.runner.run_turn(str(key))
+        gateway.delivery.job.deliver(str(key))
         measured.append(int(redis.info("stats")["total_net_input_bytes"]) - before - INFO_COMMAND_BYTES)
     return statistics.median(measured)
 

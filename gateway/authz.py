@@ -15,8 +15,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from jobs.keys import PREFIX, SessionKey
+from jobs.session.store import SessionStore
 from jobs.settings import Settings
-from jobs.store import SessionStore
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gateway.processes.web import EVENTS_PATH
 from gateway.render.buttons import STOP_SHORTCUT
-from gateway.server import EVENTS_PATH
 from jobs.settings import Settings
 
 PLACEHOLDER_URL = "https://YOUR-PUBLIC-HOST"

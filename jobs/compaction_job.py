@@ -20,18 +20,18 @@ from agent.compaction import (
     summarise,
 )
 from agent.model.base import ChatModel
-from agent.projection import project
+from agent.projection.projector import project
 from agent.tokens import estimate_text
 from agent.wire import FullCompactionBegin, FullCompactionCancel, FullCompactionComplete
 from jobs import runtime
-from jobs.history import load_folder, save_checkpoint
 from jobs.keys import SessionKey
-from jobs.lease import Lease
-from jobs.notices import CompactionNotice
 from jobs.queues import schedule_delivery, schedule_turn
+from jobs.session.history import load_folder, save_checkpoint
+from jobs.session.lease import Lease
+from jobs.session.notices import CompactionNotice
+from jobs.session.store import SessionStore
 from jobs.settings import Settings
-from jobs.store import SessionStore
-from jobs.turn import tool_setup
+from jobs.turn.runner import tool_setup
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,12 @@ from rq.job import Job
 
 from agent.tools import texts
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
-from jobs.approvals import ApprovalStore, Decision
 from jobs.delegation.approvals import approval_route
 from jobs.delegation.children import active_children, forget_child
 from jobs.delegation.progress import close_card
 from jobs.delegation.waits import StepWaits
-from jobs.history import load_folder
-from jobs.inbound import UserInput
-from jobs.intake import record_input
+from jobs.input import record_input
 from jobs.keys import SessionKey
-from jobs.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.queues import (
     COMPACTION_JOB,
     SERIALIZER,
@@ -33,8 +29,12 @@ from jobs.queues import (
     schedule_delivery,
     schedule_turn,
 )
-from jobs.sessions import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
-from jobs.store import SessionStore, now_ms
+from jobs.session.approvals import ApprovalStore, Decision
+from jobs.session.history import load_folder
+from jobs.session.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
+from jobs.session.state import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
+from jobs.session.store import SessionStore, now_ms
+from jobs.session.user_input import UserInput
 
 log = logging.getLogger(__name__)
 

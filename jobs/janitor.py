@@ -16,19 +16,19 @@ from redis import Redis
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
-from agent.loop import ABANDONED
+from agent.loop.turn_loop import ABANDONED
 from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
 from jobs import runtime
 from jobs.control import cancel_requested_by
 from jobs.delegation.endings import child_lost
-from jobs.history import load_folder
 from jobs.keys import PREFIX, SessionKey
-from jobs.lease import RUNNING_SET
-from jobs.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
 from jobs.queues import SERIALIZER, schedule_delivery
-from jobs.sessions import set_state, state_of
-from jobs.store import SessionStore, now_ms
-from jobs.summaries import short_arguments
+from jobs.session.history import load_folder
+from jobs.session.lease import RUNNING_SET
+from jobs.session.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
+from jobs.session.state import set_state, state_of
+from jobs.session.store import SessionStore, now_ms
+from jobs.turn.summaries import short_arguments
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from jobs.keys import SessionKey
 
 TURNS_QUEUE = "turns"
 SLACK_QUEUE = "slack"
-TURN_JOB = "jobs.turn.run_turn"
-DELIVERY_JOB = "gateway.delivery.deliver"  # by name: jobs never imports gateway
+TURN_JOB = "jobs.turn.runner.run_turn"
+DELIVERY_JOB = "gateway.delivery.job.deliver"  # by name: jobs never imports gateway
 COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
 TURN_TIMEOUT_GRACE_S = 120  # RQ's own timeout is a backstop: the loop stops itself at the turn's limit
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
@@ -80,7 +80,7 @@ class TurnJob:
 
 
 def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> TurnJob:
-    """The job `enqueue_turn` would enqueue, not yet stored (see jobs.intake).
+    """The job `enqueue_turn` would enqueue, not yet stored (see jobs.input).
 
     It is on a mention's path to its 200, so RQ builds one job per timeout and each turn only
     fills in what differs, with RQ's own helpers: its call, its description and its timestamps.

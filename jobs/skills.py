@@ -16,10 +16,10 @@ from redis import Redis
 
 from agent.skills import Skill, SkillCatalog, SkillRoot, activation_message, session_skill_roots
 from jobs.control import ControlResult, submit_input
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
+from jobs.session.user_input import UserInput
 from jobs.settings import Settings
-from jobs.workspace import workspace_path
+from jobs.turn.workspace import workspace_path
 
 Audience = Literal["model and people", "people only", "nobody (reference)"]
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.delegation import texts
-from agent.inherited import close_trailing_open_tool_exchange
 from agent.messages import Message
+from agent.projection.inherited import close_trailing_open_tool_exchange
 
 PRIMARY_MODEL = "primary"
 

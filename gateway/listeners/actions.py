@@ -14,14 +14,14 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 
 from gateway import payload
-from gateway.controls import act
 from gateway.deps import Deps
+from gateway.listeners.controls import act
 from gateway.render import buttons
 from gateway.render.text import code_sections
-from jobs.approvals import Decision
 from jobs.control import decide_approval
-from jobs.sessions import session_exists
-from jobs.store import SessionStore
+from jobs.session.approvals import Decision
+from jobs.session.state import session_exists
+from jobs.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 

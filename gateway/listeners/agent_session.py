@@ -8,11 +8,11 @@ from typing import Any
 from slack_bolt import App, BoltContext
 
 from gateway import payload
-from gateway.controls import act
 from gateway.deps import Deps
-from gateway.inbound import tell
-from jobs.dedupe import claim, delivery_keys
+from gateway.listeners.controls import act
+from gateway.listeners.inbound import tell
 from jobs.keys import SessionKey
+from jobs.session.dedupe import claim, delivery_keys
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,12 @@ from typing import Any
 from slack_bolt import Ack, App
 
 from gateway import payload
-from gateway.controls import NO_SESSION, Verb, act
 from gateway.deps import Deps
 from gateway.links import parse_thread_link
-from gateway.skills import SkillRequest, skills_text, use_skill
+from gateway.listeners.controls import NO_SESSION, Verb, act
+from gateway.listeners.skill_words import SkillRequest, skills_text, use_skill
 from jobs.keys import SessionKey
-from jobs.sessions import latest_session, session_exists
+from jobs.session.state import latest_session, session_exists
 
 log = logging.getLogger(__name__)
 

@@ -15,15 +15,15 @@ from slack_bolt import BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.inbound import tell
+from gateway.listeners.inbound import tell
 from gateway.threads import strip_bot_mention
-from jobs.dedupe import claim, delivery_keys, release
-from jobs.inbox import Outcome, change_of
 from jobs.keys import SessionKey
-from jobs.notices import InfoNotice
 from jobs.queues import schedule_delivery
-from jobs.sessions import session_exists
-from jobs.store import SessionStore
+from jobs.session.dedupe import claim, delivery_keys, release
+from jobs.session.inbox import Outcome, change_of
+from jobs.session.notices import InfoNotice
+from jobs.session.state import session_exists
+from jobs.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from slack_bolt import App, BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.inbound import Said, take
+from gateway.listeners.inbound import Said, take
 from gateway.listeners.messages import author
 from gateway.threads import strip_bot_mention
 

@@ -17,8 +17,8 @@ from slack_bolt import App, BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.inbound import Said, take
 from gateway.listeners import edits
+from gateway.listeners.inbound import Said, take
 from gateway.threads import strip_bot_mention
 
 log = logging.getLogger(__name__)

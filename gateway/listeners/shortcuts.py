@@ -8,8 +8,8 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 
 from gateway import payload
-from gateway.controls import act
 from gateway.deps import Deps
+from gateway.listeners.controls import act
 from gateway.render.buttons import STOP_SHORTCUT
 from jobs.keys import SessionKey
 

@@ -1,4 +1,4 @@
-"""Every notice kind of jobs.notices as the Slack message a person sees.
+"""Every notice kind of jobs.session.notices as the Slack message a person sees.
 
 Answers are Markdown (`markdown_text`, split by gateway.render.markdown); everything else is a
 short mrkdwn message, with buttons where there is something to do: Resume and Inspect on an
@@ -13,7 +13,7 @@ from typing import Any
 from gateway.render import buttons
 from gateway.render.text import code_sections, context, escape, inline_code, section
 from jobs.keys import SessionKey
-from jobs.notices import (
+from jobs.session.notices import (
     ApprovalDecidedNotice,
     ApprovalRequestNotice,
     CancelledNotice,

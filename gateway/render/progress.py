@@ -7,7 +7,7 @@ from typing import Any
 from gateway.render import buttons
 from gateway.render.text import MAX_BLOCKS, SECTION_LIMIT, context, escape, inline_code, section
 from jobs.keys import SessionKey
-from jobs.notices import ToolLine, TurnCard
+from jobs.session.notices import ToolLine, TurnCard
 
 MAX_LINES = 40  # a long turn shows its latest calls; the card stays readable and within limits
 CHILD_INDENT = "      ↳ "

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import httpx
 
-from gateway.processes import run_together
+from gateway.processes.together import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack.server import FakeSlack
 from gateway.sandbox.page import CHANNELS, SandboxPage
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 
@@ -113,7 +113,7 @@ def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print
         for line in _summary(config, embedded, settings, fake, web_url, page.url):
             say(line)
         threading.Thread(target=_announce_ready, args=(web_url, page.url, say), daemon=True).start()
-        me = [sys.executable, "-m", "gateway.cli"]
+        me = [sys.executable, "-m", "gateway.processes.cli"]
         return run_together({"web": [*me, "web"], "worker": [*me, "worker"]}, env=config.env)
     finally:
         for part in (page, fake, embedded):

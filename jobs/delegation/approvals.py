@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from redis import Redis
 
-from jobs.approvals import ApprovalStore
 from jobs.delegation.children import child_info
 from jobs.keys import SessionKey
-from jobs.notices import ApprovalRequestNotice
 from jobs.queues import schedule_delivery
-from jobs.store import SessionStore
+from jobs.session.approvals import ApprovalStore
+from jobs.session.notices import ApprovalRequestNotice
+from jobs.session.store import SessionStore
 
 ROUTES_TTL_S = 7 * 24 * 3600  # as long as an approval card is worth clicking
 

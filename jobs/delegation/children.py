@@ -20,8 +20,8 @@ from agent.messages import Message, Origin, TextPart
 from agent.wire import AppendMessage
 from jobs.keys import SessionKey
 from jobs.queues import schedule_turn
-from jobs.sessions import set_state
-from jobs.store import SessionStore
+from jobs.session.state import set_state
+from jobs.session.store import SessionStore
 
 Mode = Literal["foreground", "swarm", "background"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]")

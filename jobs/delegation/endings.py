@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 
 from agent.delegation.results import ChildEnd, ChildOutcome, background_message
-from agent.turn_io import TurnOutcome
+from agent.loop.ports import TurnOutcome
 from jobs.delegation.children import ChildInfo, child_info, finished
 from jobs.delegation.swarms import Swarm
 from jobs.delegation.waits import StepWaits
-from jobs.inbound import UserInput
 from jobs.queues import schedule_turn
-from jobs.sessions import PARKED_STATES, set_state, state_of
-from jobs.store import SessionStore
+from jobs.session.state import PARKED_STATES, set_state, state_of
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from agent.delegation.launcher import Spawned, SpawnRequest, SwarmRequest
 from jobs.delegation.spawning import Lineage, launch_child, plan_child
 from jobs.delegation.swarms import Swarm
 from jobs.delegation.waits import StepWaits
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 
 
 class RedisLauncher:

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 
 from pydantic import TypeAdapter
 
-from agent.turn_io import CallsDeferred, StepStarted, TurnEvent
+from agent.loop.ports import CallsDeferred, StepStarted, TurnEvent
 from jobs.delegation.children import ChildInfo, child_info
-from jobs.notices import ProgressNotice, ToolLine, ToolState, TurnCard
-from jobs.progress import ProgressReporter
 from jobs.queues import schedule_delivery
-from jobs.store import SessionStore
+from jobs.session.notices import ProgressNotice, ToolLine, ToolState, TurnCard
+from jobs.session.store import SessionStore
+from jobs.turn.progress import ProgressReporter
 
 WAITING_NOTE = "waiting for {count} sub-agent call(s)…"
 CARD_LOCK_MS = 2_000  # far longer than one compose-and-post; a dead holder frees it by then

@@ -10,8 +10,8 @@ from agent.delegation import texts
 from agent.delegation.launcher import ChildSpec, SpawnRefused
 from jobs.delegation.children import ChildInfo, Mode, agent_id_for, child_info, create_child, give_task, start
 from jobs.keys import SessionKey
-from jobs.sessions import session_exists, state_of
-from jobs.store import SessionStore
+from jobs.session.state import session_exists, state_of
+from jobs.session.store import SessionStore
 
 BUSY_STATES = frozenset({"queued", "running", "awaiting_approval", "awaiting_agents"})
 

@@ -22,7 +22,7 @@ from agent.tools.base import ToolResult
 from jobs.delegation.spawning import Lineage, launch_child, plan_child
 from jobs.delegation.waits import StepWaits
 from jobs.lua import lua
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 
 _MESSAGES = TypeAdapter(list[Message])
 SWARM_TTL_S = 7 * 24 * 3600  # a swarm whose parent was stopped leaves nothing behind for longer

@@ -21,7 +21,7 @@ from agent.tools.base import ToolResult
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload
 from jobs.lua import lua
 from jobs.queues import schedule_turn
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 
 PENDING = "pending"
 STEP_FIELD = "~step"

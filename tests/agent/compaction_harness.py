@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent.compaction_rules import CompactionConfig, Estimator
+from agent.compaction.rules import CompactionConfig, Estimator
 from agent.messages import Message
 from agent.tokens import estimate_message
 

@@ -1,17 +1,17 @@
 """A slow, literal reading of spec 2.1-2.4 (pairing into blocks, then flattening), for property tests.
 
-It shares nothing with agent.pairing or agent.projected_message except the vetted renderer and the
-message vocabulary; it builds every message through validation and keeps the two passes apart, the
-way the spec describes them.
+It shares nothing with agent.projection._pairing or agent.projection._projected_message except
+the vetted renderer and the message vocabulary; it builds every message through validation and
+keeps the two passes apart, the way the spec describes them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.anomalies import Anomaly
 from agent.messages import Message, TextPart, is_vacuous_part
-from agent.rendering import render_tool_result
+from agent.projection.anomalies import Anomaly
+from agent.projection.rendering import render_tool_result
 
 PLACEHOLDER = (
     "Tool result is not available in the current context. Do not assume the tool completed successfully."

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.sandbox.fake_llm import FakeLLM, Reply, text
+from agent.testing.fake_model import FakeLLM, Reply, text
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 

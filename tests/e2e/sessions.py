@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from redis import Redis
 
+from agent.testing.fake_model import FakeLLM, text
 from gateway.links import thread_link
-from gateway.sandbox.fake_llm import FakeLLM, text
-from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
-from jobs.notices import Notice
 from jobs.queues import schedule_delivery
-from jobs.sessions import State, set_state
-from jobs.store import SessionStore
+from jobs.session.notices import Notice
+from jobs.session.state import State, set_state
+from jobs.session.store import SessionStore
 from tests.polling import wait_for
 from tests.slack_events import mention
 from tests.thread_view import bot_messages

@@ -6,12 +6,12 @@ import json
 import time
 
 from agent.wire import AppendLoopEvent, ToolCallEvent
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack.server import FakeSlack
 from gateway.sandbox.stack import Stack
-from jobs.approvals import Approval, ApprovalStore
 from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey
-from jobs.notices import (
+from jobs.session.approvals import Approval, ApprovalStore
+from jobs.session.notices import (
     ApprovalRequestNotice,
     CancelledNotice,
     ProgressNotice,
@@ -19,8 +19,8 @@ from jobs.notices import (
     TurnCard,
     UnknownResultNotice,
 )
-from jobs.sessions import state_of
-from jobs.store import SessionStore
+from jobs.session.state import state_of
+from jobs.session.store import SessionStore
 from tests.e2e.sessions import open_session, post, put_in_state, response_url
 from tests.polling import wait_for
 from tests.slack_events import agent_session_stopped, block_action, message_shortcut

@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack.server import FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey
-from jobs.sessions import state_of
-from jobs.store import SessionStore
+from jobs.session.state import state_of
+from jobs.session.store import SessionStore
 from tests.e2e.sessions import link, open_session, put_in_state, response_url
 from tests.polling import wait_for
 from tests.slack_events import command, message

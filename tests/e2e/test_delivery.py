@@ -8,10 +8,11 @@ import os
 import re
 import time
 
-from gateway.sandbox.fake_slack import FakeSlack, Fault
+from gateway.sandbox.fake_slack.server import FakeSlack, Fault
 from gateway.sandbox.stack import THREADLINE
 from jobs.keys import SessionKey
-from jobs.notices import (
+from jobs.queues import schedule_delivery
+from jobs.session.notices import (
     AnswerNotice,
     ErrorNotice,
     InfoNotice,
@@ -20,8 +21,7 @@ from jobs.notices import (
     TurnCard,
     UnknownResultNotice,
 )
-from jobs.queues import schedule_delivery
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 from tests.e2e.sessions import open_session, post
 from tests.polling import wait_for
 from tests.thread_view import bot_messages, buttons, shown

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.sandbox.fake_llm import FakeLLM, Reply, text
-from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from agent.testing.fake_model import FakeLLM, Reply, text
+from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
-from jobs.inbox import waiting
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.inbox import waiting
+from jobs.session.store import SessionStore
 from tests.polling import wait_for
 from tests.slack_events import mention, message, message_changed, message_deleted
 from tests.thread_view import ephemerals, thread_texts

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from agent.fold import fold
-from gateway.sandbox.fake_llm import FakeLLM, text
-from gateway.sandbox.fake_slack import BOT_ID, BOT_USER_ID, FakeSlack
+from agent.testing.fake_model import FakeLLM, text
+from gateway.sandbox.fake_slack.server import BOT_ID, BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 from tests.polling import wait_for
 from tests.slack_events import mention, message, sample_event
 from tests.thread_view import bot_messages, ephemerals, thread_texts

@@ -6,12 +6,12 @@ import os
 import signal
 from pathlib import Path
 
-from gateway.sandbox.fake_llm import FakeLLM, calls, text
-from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack, Fault
+from agent.testing.fake_model import FakeLLM, calls, text
+from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack, Fault
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
-from jobs.sessions import state_of
-from jobs.store import SessionStore
+from jobs.session.state import state_of
+from jobs.session.store import SessionStore
 from tests.e2e.sessions import response_url
 from tests.polling import wait_for
 from tests.slack_events import block_action, mention, message

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
-from jobs.store import SessionStore
+from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from jobs.session.store import SessionStore
 from tests.e2e.agents import Agents, content_text, start_stack, tool_results, wait_for_answer
 from tests.e2e.turns import Session
 

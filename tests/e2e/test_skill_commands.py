@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.sandbox.fake_llm import FakeLLM, text
-from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from agent.testing.fake_model import FakeLLM, text
+from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
+from jobs.session.store import SessionStore
 from jobs.settings import Settings
-from jobs.store import SessionStore
-from jobs.workspace import workspace_path
+from jobs.turn.workspace import workspace_path
 from tests.e2e.agents import content_text
 from tests.e2e.sessions import link, open_session, response_url
 from tests.polling import wait_for

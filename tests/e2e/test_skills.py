@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.sandbox.fake_llm import FakeLLM, calls, text
+from agent.testing.fake_model import FakeLLM, calls, text
 from jobs.settings import Settings
 from jobs.skills import invoke_skill
-from jobs.workspace import workspace_path
+from jobs.turn.workspace import workspace_path
 from tests.e2e.agents import content_text, start_stack, wait_for_answer
 from tests.e2e.turns import Session
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.sandbox.fake_llm import FakeLLM, calls, text
+from agent.testing.fake_model import FakeLLM, calls, text
 from jobs.control import decide_approval
-from jobs.notices import ApprovalRequestNotice
+from jobs.session.notices import ApprovalRequestNotice
 from tests.e2e.agents import Agents, start_stack, state, tool_results, wait_for_answer
 from tests.e2e.turns import Session
 from tests.polling import wait_for

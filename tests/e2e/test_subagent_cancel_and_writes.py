@@ -6,11 +6,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.testing.fake_model import FakeLLM, Reply, calls, text
 from agent.tools import texts
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
 from jobs.control import cancel
 from jobs.delegation.write_lock import RedisWriteLock
-from jobs.workspace import workspace_path
+from jobs.turn.workspace import workspace_path
 from tests.e2e.agents import Agents, start_stack, state, subagent_keys, wait_for_answer
 from tests.e2e.turns import Session
 from tests.polling import wait_for

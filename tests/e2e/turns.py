@@ -8,12 +8,12 @@ from redis import Redis
 
 from agent.fold import fold
 from agent.messages import Message
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack.server import FakeSlack
 from jobs.control import submit_input
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
-from jobs.notices import Notice
-from jobs.store import SessionStore
+from jobs.session.notices import Notice
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 
 TEAM, CHANNEL = "T111", "C111"
 _ts = itertools.count(1)

@@ -3,8 +3,8 @@ from __future__ import annotations
 from gateway.authz import Authz
 from gateway.slack_client import web_client
 from jobs.control import submit_input
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
+from jobs.session.user_input import UserInput
 from jobs.settings import Settings
 
 KEY = SessionKey(team="T111", channel="C1", thread_ts="1700000000.000100")

@@ -7,6 +7,7 @@ import asyncio
 from agent.fold import fold
 from agent.messages import user_message
 from agent.model.openai import OpenAICompatibleModel
+from agent.testing.fake_model import FakeLLM, Reply, text
 from agent.wire import (
     AppendLoopEvent,
     AppendMessage,
@@ -16,16 +17,15 @@ from agent.wire import (
     ToolResultEvent,
     ToolResultPayload,
 )
-from gateway.sandbox.fake_llm import FakeLLM, Reply, text
 from jobs.compaction_job import compact
 from jobs.control import request_compaction
-from jobs.history import checkpoint_key, load_folder
-from jobs.inbound import UserInput
 from jobs.keys import SessionKey
-from jobs.lease import Lease
-from jobs.sessions import set_state
+from jobs.session.history import checkpoint_key, load_folder
+from jobs.session.lease import Lease
+from jobs.session.state import set_state
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 from jobs.settings import Settings
-from jobs.store import SessionStore
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500")
 

@@ -3,12 +3,12 @@ from redis.exceptions import ResponseError
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
-from jobs.inbound import UserInput
 from jobs.janitor import mark_interrupted
 from jobs.keys import SessionKey
 from jobs.queues import TURNS_QUEUE, queue
-from jobs.sessions import latest_session, set_state
-from jobs.store import SessionStore
+from jobs.session.state import latest_session, set_state
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500")
 

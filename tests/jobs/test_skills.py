@@ -7,10 +7,10 @@ from pathlib import Path
 from agent.fold import fold
 from jobs.keys import SessionKey
 from jobs.queues import TURNS_QUEUE, queue
+from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.skills import invoke_skill, list_skills
-from jobs.store import SessionStore
-from jobs.workspace import workspace_path
+from jobs.turn.workspace import workspace_path
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
 

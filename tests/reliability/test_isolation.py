@@ -11,12 +11,12 @@ import pytest
 
 from gateway.render.buttons import ButtonValue
 from gateway.sandbox.stack import Stack
-from jobs.approvals import Approval, ApprovalStore
 from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey
-from jobs.notices import ApprovalRequestNotice
-from jobs.sessions import state_of
-from jobs.store import SessionStore
+from jobs.session.approvals import Approval, ApprovalStore
+from jobs.session.notices import ApprovalRequestNotice
+from jobs.session.state import state_of
+from jobs.session.store import SessionStore
 from tests.e2e.sessions import link, open_session, post, put_in_state, response_url
 from tests.slack_events import block_action, command
 from tests.thread_view import responses

@@ -18,7 +18,7 @@ QUEUE = "outage"
 # What `threadline worker` runs for each of its RQ workers, on a queue of the test's own.
 WORKER = (
     "import sys; from redis import Redis; from rq import Queue, SimpleWorker; "
-    "from gateway.worker import work_through_outages; "
+    "from gateway.processes.worker import work_through_outages; "
     "r = Redis.from_url(sys.argv[1]); q = Queue(sys.argv[2], connection=r); "
     "work_through_outages(lambda: SimpleWorker([q], connection=r))"
 )

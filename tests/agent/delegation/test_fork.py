@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent.delegation import OwnBinding, fork_incompatibility, fork_prompt, fork_seed, texts
-from agent.inherited import INHERITED_IN_FLIGHT_TOOL_OUTPUT
 from agent.messages import ToolCall, assistant_message, tool_message, user_message
+from agent.projection.inherited import INHERITED_IN_FLIGHT_TOOL_OUTPUT
 from tests.vectors import vectors_with_prefix
 
 (FORK_01,) = vectors_with_prefix("fork-01")

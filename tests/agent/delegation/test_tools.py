@@ -24,8 +24,8 @@ from agent.delegation import (
     swarm_result,
     texts,
 )
-from agent.inherited import INHERITED_IN_FLIGHT_TOOL_OUTPUT
 from agent.messages import ToolCall, assistant_message, user_message
+from agent.projection.inherited import INHERITED_IN_FLIGHT_TOOL_OUTPUT
 from agent.tools.base import ToolContext
 from agent.tools.cancel import CancelSignal
 

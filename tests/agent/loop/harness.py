@@ -11,14 +11,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.fold import Folder, fold
-from agent.loop import Loop, LoopConfig
+from agent.loop.parking import approval_check
+from agent.loop.ports import ParkedCall, ParkedStep, TurnEvent, TurnOutcome
+from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import Message, user_message
 from agent.model.openai import OpenAICompatibleModel
 from agent.tools.executor import ToolExecutor
 from agent.tools.policy import AllowAll, PermissionPolicy
 from agent.tools.registry import default_registry, openai_tool_declarations
-from agent.turn_io import ParkedCall, ParkedStep, TurnEvent, TurnOutcome
-from agent.turn_parking import approval_check
 from agent.wire import AppendMessage, record_to_json
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.compaction_prompt import COMPACTION_INSTRUCTION
-from agent.loop import LoopConfig
-from agent.turn_io import CompactionFinished
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
+from agent.compaction.prompt import COMPACTION_INSTRUCTION
+from agent.loop.ports import CompactionFinished
+from agent.loop.turn_loop import LoopConfig
+from agent.testing.fake_model import FakeLLM, Reply, calls, text
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 
 INSTRUCTION_START = COMPACTION_INSTRUCTION.split("\n", 1)[0][:40]

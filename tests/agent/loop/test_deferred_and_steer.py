@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.fold import Folder
-from agent.loop import Loop, LoopConfig
+from agent.loop.ports import ParkedStep, TurnOutcome
+from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import ToolCall
 from agent.model.openai import OpenAICompatibleModel
 from agent.skills import SkillCatalog, SkillRoot, SkillTool
+from agent.testing.fake_model import FakeLLM, calls, text
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.builtin import builtin_tools
 from agent.tools.executor import ToolExecutor
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
-from agent.turn_io import ParkedStep, TurnOutcome
-from gateway.sandbox.fake_llm import FakeLLM, calls, text
 from tests.agent.loop.harness import MemorySink
 from tests.agent.tools.helpers import ScriptedTool
 

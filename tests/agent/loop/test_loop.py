@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 from agent.fold import INTERRUPTED_TOOL_RESULT
-from agent.loop import LoopConfig
+from agent.loop.ports import ParkedStep, ToolFinished
+from agent.loop.turn_loop import LoopConfig
 from agent.messages import user_message
+from agent.testing.fake_model import FakeLLM, Reply, calls, text
 from agent.tools.policy import Approved, AskForNamedTools, Rejected
-from agent.turn_io import ParkedStep, ToolFinished
-from gateway.sandbox.fake_llm import FakeLLM, Reply, calls, text
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 from tests.polling import wait_for
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from agent.delegation.launcher import ChildSpec
-from jobs.approvals import Approval, ApprovalStore
 from jobs.control import decide_approval
 from jobs.delegation.approvals import forward_approvals
 from jobs.delegation.children import ChildInfo, agent_id_for, create_child
 from jobs.keys import SessionKey
-from jobs.notices import ApprovalDecidedNotice, ApprovalRequestNotice
 from jobs.queues import SLACK_QUEUE, queue, schedule_delivery
-from jobs.sessions import set_state
-from jobs.store import SessionStore
+from jobs.session.approvals import Approval, ApprovalStore
+from jobs.session.notices import ApprovalDecidedNotice, ApprovalRequestNotice
+from jobs.session.state import set_state
+from jobs.session.store import SessionStore
 
 ROOT = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
 

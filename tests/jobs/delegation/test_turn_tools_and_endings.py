@@ -8,20 +8,20 @@ from pathlib import Path
 import pytest
 
 from agent.delegation.launcher import ChildSpec
+from agent.loop.ports import TurnOutcome
 from agent.messages import ToolCall
 from agent.skills import NestedSkillTooDeep
 from agent.tools.base import ToolContext
 from agent.tools.cancel import CancelSignal
-from agent.turn_io import TurnOutcome
 from jobs.delegation.children import ChildInfo, Mode, active_children, create_child
 from jobs.delegation.endings import child_turn_ended
 from jobs.delegation.waits import StepWaits
 from jobs.janitor import mark_interrupted
 from jobs.keys import SessionKey
-from jobs.sessions import set_state
+from jobs.session.state import set_state
+from jobs.session.store import SessionStore
 from jobs.settings import Settings
-from jobs.store import SessionStore
-from jobs.turn_tools import turn_tools
+from jobs.turn.tools import turn_tools
 
 ROOT = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
 

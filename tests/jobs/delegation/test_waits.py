@@ -7,7 +7,7 @@ from agent.tools.base import ToolResult
 from jobs.delegation.waits import StepWaits
 from jobs.keys import SessionKey
 from jobs.queues import TURNS_QUEUE, queue
-from jobs.store import SessionStore
+from jobs.session.store import SessionStore
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1.1")
 

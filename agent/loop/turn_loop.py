@@ -1,0 +1,395 @@
+"""The agent loop (spec 5.3): steps of input → compaction check → projection → model → tools.
+
+One `Loop` runs one turn over a `Folder` holding the session's history. Every event goes to
+the wire log through the sink as it happens, and the folder applies exactly what was written,
+so the in-memory history is always what a reload from Redis would give. The calls of a step
+are recorded before any of them runs (intent before effect); each result is recorded as it
+completes. Record keys are derived from the turn id and step number, so a job that runs again
+never writes the same event twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.compaction import CompactionConfig
+from agent.fold import Folder
+from agent.loop.call_ids import normalize_call_ids, seen_call_ids
+from agent.loop.context_keeper import ContextKeeper, ContextTooLargeError
+from agent.loop.parking import ApprovalCheck, approver_for
+from agent.loop.ports import (
+    PARKED_REASONS,
+    CallsDeferred,
+    DeferredResults,
+    NoDeferredResults,
+    NullReporter,
+    ParkedStep,
+    StepStarted,
+    ToolCallsStarted,
+    ToolFinished,
+    TurnOutcome,
+    TurnReporter,
+    TurnSink,
+)
+from agent.loop.step_records import call_event, failed_outcome, model_failure_text
+from agent.messages import Message, ToolCall
+from agent.model.base import ChatModel, ModelRequest, ModelResponse
+from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
+from agent.projection.incremental import IncrementalProjector
+from agent.projection.projector import project_strict
+from agent.projection.report import ProjectionReporter
+from agent.tools import texts
+from agent.tools.base import ToolResult, error_result
+from agent.tools.batch import BatchAdapter
+from agent.tools.cancel import CancelSignal
+from agent.tools.policy import Approver
+from agent.tools.texts import CancelReason
+from agent.wire import (
+    AppendLoopEvent,
+    AppendMessage,
+    ContentPartEvent,
+    StepBegin,
+    StepEnd,
+    ToolResultEvent,
+    ToolResultPayload,
+    TurnCancel,
+    TurnEnded,
+    TurnSteer,
+)
+
+log = logging.getLogger(__name__)
+
+CANCEL_POLL_S = 0.25  # a Stop click reaches running tools within this (plus the 2 s grace)
+MAX_STEPS_TEXT = (
+    "Turn exceeded max_steps_per_turn={n}; stopped before another model call. "
+    "Reply in the thread to continue."
+)
+ABANDONED = "abandoned"  # finish reason of a step whose worker died; it settles the step
+TIMED_OUT_TEXT = "Turn hit its time limit of {seconds} s and was stopped."
+
+ExecutorFactory = Callable[[Approver | None], Any]  # → a BatchExecutor (agent.tools.ToolExecutor)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    context_window: int = 128_000
+    max_steps_per_turn: int = 50
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    deadline_s: float | None = None  # the turn's time limit; None: no limit of its own
+
+
+class TurnStopped(Exception):
+    """The turn cannot go on (cancel, deadline, failure); carries the outcome to return."""
+
+    def __init__(self, outcome: TurnOutcome) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
+
+
+class Loop:
+    def __init__(
+        self,
+        *,
+        model: ChatModel,
+        executor_factory: ExecutorFactory,
+        sink: TurnSink,
+        folder: Folder,
+        system_prompt: str,
+        tool_declarations: list[dict[str, Any]],
+        needs_approval: ApprovalCheck | None = None,
+        config: LoopConfig = LoopConfig(),
+        reporter: TurnReporter | None = None,
+        deferrals: DeferredResults | None = None,
+    ) -> None:
+        self.model = model
+        self.executor_factory = executor_factory
+        self.sink = sink
+        self.folder = folder
+        self.system_prompt = system_prompt
+        self.tool_declarations = tool_declarations
+        self.needs_approval = needs_approval or (lambda calls, signal: [])
+        self.config = config
+        self.reporter = reporter or NullReporter()
+        self.deferrals = deferrals or NoDeferredResults()
+        self.turn_id = ""
+        self.signal = CancelSignal()
+        self.projector = IncrementalProjector()
+        self.anomalies = ProjectionReporter()
+        self.keeper = ContextKeeper(self, config)
+        self.timed_out = False
+        self._seen_ids = seen_call_ids(folder.history)
+
+    # -- the turn ---------------------------------------------------------------------
+
+    async def run_turn(self, turn_id: str, parked: ParkedStep | None = None) -> TurnOutcome:
+        self.turn_id = turn_id
+        watcher = asyncio.ensure_future(self._watch_cancel())
+        timer = self._start_deadline()
+        try:
+            outcome = await self._run(turn_id, parked)
+        except TurnStopped as stopped:
+            outcome = stopped.outcome
+        finally:
+            watcher.cancel()
+            if timer is not None:
+                timer.cancel()
+        if outcome.reason not in PARKED_REASONS:
+            self._end(turn_id, outcome)
+        return outcome
+
+    async def _run(self, turn_id: str, parked: ParkedStep | None) -> TurnOutcome:
+        steps = 0
+        if parked is not None and (waiting := await self._finish_parked(parked)) is not None:
+            return waiting
+        self._settle_abandoned_step(turn_id)
+        while True:
+            self._stop_if_cancelled(turn_id, steps)
+            self._take_input(turn_id, steps)
+            if steps >= self.config.max_steps_per_turn:
+                error = MAX_STEPS_TEXT.format(n=self.config.max_steps_per_turn)
+                return TurnOutcome("failed", error=error, steps=steps)
+            steps += 1
+            result = await self._step(turn_id, steps)
+            if isinstance(result, TurnOutcome):
+                return result
+            if result is not None and not self._take_input(turn_id, steps):
+                return TurnOutcome("completed", answer=result, steps=steps)
+
+    async def _step(self, turn_id: str, step: int) -> TurnOutcome | str | None:
+        """One step. Returns the answer text when the model stopped, None to continue."""
+        await self.keeper.check(turn_id, step)
+        self.reporter.report(StepStarted(step))
+        response = await self._ask(turn_id, step)
+        step_uuid = f"{turn_id}-s{step}"
+        calls = normalize_call_ids(response.message.tool_calls, self._seen_ids)
+        self._record_step(step_uuid, turn_id, step, response, calls)
+        if not calls:
+            self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop")
+            return response.message.text()
+        parked = self.needs_approval(calls, self.signal)
+        if parked:
+            self.sink.park(step_uuid, parked)
+            return TurnOutcome("awaiting_approval", steps=step)
+        deferred = await self._run_batch(step_uuid, step, calls, approver=None)
+        if self._await_deferred(step_uuid, deferred):
+            return TurnOutcome("awaiting_agents", steps=step)
+        finish = "interrupted" if self.signal.cancelled else "tool_calls"
+        self._end_step(step_uuid, turn_id, step, finish)
+        self._stop_if_cancelled(turn_id, step)
+        return None
+
+    # -- model --------------------------------------------------------------------------
+
+    async def _ask(self, turn_id: str, step: int) -> ModelResponse:
+        strict = False
+        overflows = 0
+        while True:
+            request = self._request(strict)
+            try:
+                return await self._cancellable(self.model.complete(request), turn_id, step)
+            except StructureRejectedError as error:
+                if strict:
+                    raise TurnStopped(
+                        failed_outcome(f"the model endpoint rejected the request twice: {error}", step)
+                    ) from None
+                log.warning("provider rejected the message structure; resending once, strictly")
+                strict = True
+            except ContextOverflowError:
+                overflows += 1
+                try:
+                    await self.keeper.recover_from_overflow(turn_id, step, overflows, request)
+                except ContextTooLargeError as error:
+                    raise TurnStopped(failed_outcome(str(error), step)) from None
+            except ModelError as error:
+                raise TurnStopped(failed_outcome(model_failure_text(error), step)) from None
+
+    def _request(self, strict: bool) -> ModelRequest:
+        history = self.folder.history
+        messages = (
+            project_strict(history, self.anomalies)
+            if strict
+            else self.projector.project(history, self.anomalies)
+        )
+        self.anomalies.report()
+        return ModelRequest.model_construct(
+            messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None
+        )
+
+    async def _cancellable(self, work: Any, turn_id: str, step: int) -> ModelResponse:
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self.signal.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        self._stop_if_cancelled(turn_id, step)
+        raise AssertionError("unreachable: the signal was set")
+
+    # -- tools --------------------------------------------------------------------------
+
+    async def _run_batch(
+        self, step_uuid: str, step: int, calls: list[ToolCall], approver: Approver | None
+    ) -> list[ToolCall]:
+        """Run the calls and record each result; returns the calls whose results are deferred."""
+        self.reporter.report(ToolCallsStarted(step, calls))
+        adapter = BatchAdapter([call.id for call in calls], self.executor_factory(approver), self.signal)
+        by_id = {call.id: call for call in calls}
+        deferred: list[ToolCall] = []
+        for call in calls:
+            adapter.add(call)
+        async for call_id, _name, result in adapter.completed():
+            if result.deferred:
+                deferred.append(by_id[call_id])
+            else:
+                self._record_result(step_uuid, by_id[call_id], result)
+        return deferred
+
+    def _record_result(self, step_uuid: str, call: ToolCall, result: ToolResult) -> None:
+        payload = ToolResultPayload(output=result.output, is_error=result.is_error or None, note=result.note)
+        event = ToolResultEvent(tool_call_id=call.id, result=payload)
+        self.write(AppendLoopEvent(event=event), f"{step_uuid}:result:{call.id}")
+        if result.steer is not None:
+            self._steer(f"{step_uuid}:steer:{call.id}", result.steer)
+        self.reporter.report(ToolFinished(call, result, aborted=self.signal.cancelled))
+
+    def _steer(self, once_key: str, message: Message) -> None:
+        """Append a message a tool delivers (a loaded skill); while results of the step are
+        still pending, the fold defers it until they are in, so it lands after them."""
+        self.write(AppendMessage(message=message), once_key)
+        steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=self.turn_id)
+        self.sink.record(steer, f"{once_key}:turn")
+
+    def _await_deferred(self, step_uuid: str, deferred: list[ToolCall]) -> bool:
+        """True when the step must park until its sub-agents answer; otherwise their results
+        (or, after a cancel, the aborted text) are recorded now."""
+        if not deferred:
+            return False
+        if self.signal.cancelled:
+            reason = self.signal.reason or "aborted"
+            for call in deferred:
+                self._record_result(step_uuid, call, error_result(texts.aborted(call.name, reason)))
+            return False
+        ready = self.deferrals.wait(step_uuid, deferred)
+        if ready is None:
+            self.reporter.report(CallsDeferred(deferred))
+            return True
+        for call in deferred:
+            missing = error_result(texts.produced_no_result(call.name))
+            self._record_result(step_uuid, call, ready.get(call.id, missing))
+        return False
+
+    async def _finish_parked(self, parked: ParkedStep) -> TurnOutcome | None:
+        """Go on with a parked step: record the results that arrived while it waited, run the
+        calls that waited for approval, then close the step (or park it again)."""
+        calls = self.folder.pending_calls()
+        if self.folder.open_step_uuid != parked.step_uuid or not calls:
+            return None
+        for call in calls:
+            if call.id in parked.results:
+                self._record_result(parked.step_uuid, call, parked.results[call.id])
+        waiting = [call for call in calls if call.id not in parked.results]
+        deferred = (
+            await self._run_batch(parked.step_uuid, 0, waiting, approver_for(parked.decisions))
+            if waiting
+            else []
+        )
+        if self._await_deferred(parked.step_uuid, deferred):
+            return TurnOutcome("awaiting_agents")
+        end = StepEnd(
+            uuid=parked.step_uuid, finish_reason="interrupted" if self.signal.cancelled else "tool_calls"
+        )
+        self.write(AppendLoopEvent(event=end), f"{parked.step_uuid}:end")
+        return None
+
+    def _settle_abandoned_step(self, turn_id: str) -> None:
+        """A step left open by a worker that died: close it, so its calls read as interrupted.
+
+        Nothing is re-run: the fold gives each call without a result the interrupted text.
+        """
+        open_step = self.folder.open_step_uuid
+        if open_step is not None:
+            end = StepEnd(uuid=open_step, finish_reason=ABANDONED)
+            self.write(AppendLoopEvent(event=end), f"{turn_id}:abandon:{open_step}")
+
+    # -- records ------------------------------------------------------------------------
+
+    def write(self, record: BaseModel, once_key: str) -> str:
+        record_id = self.sink.record(record, once_key)
+        self.folder.apply(record, record_id=record_id)
+        return record_id
+
+    def _record_step(
+        self, step_uuid: str, turn_id: str, step: int, response: ModelResponse, calls: list[ToolCall]
+    ) -> None:
+        self.write(
+            AppendLoopEvent(event=StepBegin(uuid=step_uuid, turn_id=turn_id, step=step)), f"{step_uuid}:begin"
+        )
+        for index, part in enumerate(response.message.content):
+            event = ContentPartEvent(step_uuid=step_uuid, part=part, turn_id=turn_id, step=step)
+            self.write(AppendLoopEvent(event=event), f"{step_uuid}:part:{index}")
+        for call in calls:
+            self.write(AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}")
+
+    def _end_step(self, step_uuid: str, turn_id: str, step: int, finish_reason: str) -> None:
+        event = StepEnd(uuid=step_uuid, turn_id=turn_id, step=step, finish_reason=finish_reason)
+        self.write(AppendLoopEvent(event=event), f"{step_uuid}:end")
+
+    def _take_input(self, turn_id: str, step: int) -> bool:
+        """Fold in the messages that arrived while the turn ran (they steer its next step)."""
+        arrived = self.sink.take_input()
+        for message, record_id in arrived:
+            self.folder.apply({"type": "context.append_message", "message": message.model_dump()}, record_id)
+            steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=turn_id)
+            self.sink.record(steer, f"{turn_id}:steer:{record_id}")
+        return bool(arrived)
+
+    def _end(self, turn_id: str, outcome: TurnOutcome) -> None:
+        reason = {"timed_out": "failed"}.get(outcome.reason, outcome.reason)
+        record = TurnEnded(turn_id=turn_id, reason=reason, error=outcome.error)  # type: ignore[arg-type]
+        self.sink.record(record, f"{turn_id}:ended")
+
+    # -- cancel and deadline ------------------------------------------------------------
+
+    def _stop_if_cancelled(self, turn_id: str, steps: int) -> None:
+        if not self.signal.cancelled:
+            return
+        reason: CancelReason = self.signal.reason or "aborted"
+        self.sink.record(TurnCancel(turn_id=turn_id, target="active", reason=reason), f"{turn_id}:cancel")
+        if self.timed_out:
+            seconds = int(self.config.deadline_s or 0)
+            raise TurnStopped(
+                TurnOutcome("timed_out", error=TIMED_OUT_TEXT.format(seconds=seconds), steps=steps)
+            )
+        raise TurnStopped(TurnOutcome("cancelled", steps=steps))
+
+    async def _watch_cancel(self) -> None:
+        while not self.signal.cancelled:
+            try:
+                if self.sink.cancel_requested():
+                    self.signal.cancel("user_cancelled")
+                    return
+            except Exception:  # a Redis blip must not kill the turn; the next poll retries
+                log.warning("could not read the cancel flag", exc_info=True)
+            await asyncio.sleep(CANCEL_POLL_S)
+
+    def _start_deadline(self) -> asyncio.TimerHandle | None:
+        if self.config.deadline_s is None:
+            return None
+
+        def expire() -> None:
+            self.timed_out = True
+            self.signal.cancel("aborted")
+
+        return asyncio.get_running_loop().call_later(self.config.deadline_s, expire)

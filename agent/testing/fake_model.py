@@ -1,0 +1,290 @@
+"""A fake OpenAI-compatible chat-completions server that refuses what real providers refuse.
+
+It validates every request the way OpenAI and Kimi do (a tool call without its result, a
+result without its call, empty messages, a request over the context window → HTTP 400 with
+the provider's error shape) and answers from a script, so a test decides each model step.
+Streaming (`stream: true`) is answered as server-sent events with tool-call deltas.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from agent.testing.local_http import LocalServer, QuietHandler
+
+CHARS_PER_TOKEN = 4  # deliberately not the product's estimator: a bug there must not hide here
+
+
+@dataclass
+class Reply:
+    """One scripted answer. `tool_calls` items are (id, name, arguments-string)."""
+
+    text: str | None = None
+    tool_calls: list[tuple[str, str, str]] = field(default_factory=list)
+    status: int = 200
+    error: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    finish_reason: str | None = None
+    raw_body: bytes | None = None  # sent as-is (malformed answers)
+    cut_stream_after: int | None = None  # stream: close the connection after this many events
+    gate: threading.Event | None = None  # hold the answer until the test sets it
+
+
+def text(value: str) -> Reply:
+    return Reply(text=value)
+
+
+def calls(*items: tuple[str, str, dict[str, Any] | str]) -> Reply:
+    return Reply(tool_calls=[(i, n, a if isinstance(a, str) else json.dumps(a)) for i, n, a in items])
+
+
+class ValidationFailure(Exception):
+    def __init__(self, message: str, code: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class FakeLLM:
+    def __init__(self, context_window: int = 64_000, default: Callable[[dict], Reply] | None = None) -> None:
+        self.context_window = context_window
+        self.default = default or (lambda body: text("ok"))
+        self.requests: list[dict[str, Any]] = []
+        self.rejected: list[tuple[dict[str, Any], str]] = []
+        self._script: queue.Queue[Reply] = queue.Queue()
+        self._lock = threading.Lock()
+        self._server = LocalServer(_handler_for(self), "fake-llm")
+
+    def start(self) -> FakeLLM:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.address
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        for reply in replies:
+            self._script.put(reply)
+
+    def accepted(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rejected = {id(body) for body, _ in self.rejected}
+            return [body for body in self.requests if id(body) not in rejected]
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        try:
+            return self._script.get_nowait()
+        except queue.Empty:
+            return self.default(body)
+
+    def record(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(body)
+
+    def reject(self, body: dict[str, Any], reason: str) -> None:
+        with self._lock:
+            self.rejected.append((body, reason))
+
+
+def validate(body: dict[str, Any], context_window: int) -> None:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValidationFailure("'messages' must be a non-empty array")
+    open_calls: dict[str, str] = {}
+    for index, message in enumerate(messages):
+        _validate_message(index, message, open_calls)
+    if open_calls:
+        raise _unanswered(open_calls)
+    tokens = len(json.dumps(body.get("messages"))) // CHARS_PER_TOKEN
+    if tokens > context_window:
+        raise ValidationFailure(
+            f"This model's maximum context length is {context_window} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages.",
+            code="context_length_exceeded",
+        )
+
+
+def _validate_message(index: int, message: dict[str, Any], open_calls: dict[str, str]) -> None:
+    role = message.get("role")
+    if role not in ("system", "user", "assistant", "tool"):
+        raise ValidationFailure(f"messages[{index}].role: invalid value {role!r}")
+    if role != "tool" and open_calls:
+        raise _unanswered(open_calls)
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        if call_id not in open_calls:
+            raise ValidationFailure(
+                f"messages[{index}]: messages with role 'tool' must be a response to a preceding "
+                f"message with 'tool_calls' (tool_call_id {call_id!r} not found)"
+            )
+        del open_calls[call_id]
+        _require_content(index, message)
+        return
+    if role == "assistant" and message.get("tool_calls"):
+        for call in message["tool_calls"]:
+            _validate_call(index, call, open_calls)
+        return
+    _require_content(index, message)
+
+
+def _validate_call(index: int, call: dict[str, Any], open_calls: dict[str, str]) -> None:
+    call_id = call.get("id")
+    function = call.get("function") or {}
+    if not call_id or call_id in open_calls:
+        raise ValidationFailure(f"messages[{index}].tool_calls: duplicate or missing id {call_id!r}")
+    if not isinstance(function.get("arguments"), str) or not function.get("name"):
+        raise ValidationFailure(
+            f"messages[{index}].tool_calls[{call_id}]: function name and arguments string required"
+        )
+    open_calls[call_id] = function["name"]
+
+
+def _require_content(index: int, message: dict[str, Any]) -> None:
+    content = message.get("content")
+    empty = content is None or (isinstance(content, str) and not content.strip()) or content == []
+    if empty:
+        raise ValidationFailure(f"messages[{index}] ({message.get('role')}): content must not be empty")
+
+
+def _unanswered(open_calls: dict[str, str]) -> ValidationFailure:
+    return ValidationFailure(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(open_calls)}"
+    )
+
+
+def _completion(reply: Reply, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+            for i, n, a in reply.tool_calls
+        ]
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    return {
+        "id": f"chatcmpl-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _stream_events(reply: Reply, model: str) -> list[dict[str, Any]]:
+    base = {"id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion.chunk", "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    for piece in _pieces(reply.text or "", 16):
+        events.append(chunk({"content": piece}))
+    for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
+        first = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [first]}))
+        for piece in _pieces(arguments, 8):
+            events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    events.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
+    return events
+
+
+def _pieces(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)]
+
+
+def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            if not self.path.rstrip("/").endswith("/models"):
+                return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+            self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+        def do_POST(self) -> None:
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._json(
+                    400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}}
+                )
+            fake.record(body)
+            try:
+                validate(body, fake.context_window)
+            except ValidationFailure as failure:
+                fake.reject(body, str(failure))
+                return self._json(
+                    400,
+                    {
+                        "error": {
+                            "message": str(failure),
+                            "type": "invalid_request_error",
+                            "code": failure.code,
+                        }
+                    },
+                )
+            self._answer(body, fake.next_reply(body))
+
+        def _answer(self, body: dict[str, Any], reply: Reply) -> None:
+            if reply.gate is not None:
+                reply.gate.wait(timeout=60)
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            if reply.raw_body is not None:
+                return self._raw(reply.status, reply.raw_body, reply.headers)
+            if reply.status != 200:
+                error = reply.error or {
+                    "error": {"message": f"scripted HTTP {reply.status}", "type": "server_error"}
+                }
+                return self._json(reply.status, error, reply.headers)
+            if body.get("stream"):
+                return self._stream(reply, body.get("model", "fake"))
+            self._json(200, _completion(reply, body.get("model", "fake")))
+
+        def _stream(self, reply: Reply, model: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            events = _stream_events(reply, model)
+            limit = reply.cut_stream_after
+            for count, event in enumerate(events):
+                if limit is not None and count >= limit:
+                    self.close_connection = True
+                    return
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
+
+        def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            self._raw(status, json.dumps(payload).encode(), headers or {})
+
+        def _raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            headers = {"Content-Type": "application/json", **headers}
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

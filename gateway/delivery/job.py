@@ -1,0 +1,184 @@
+"""The delivery job (queue `slack`): post a session's outbox to its thread, in order, once.
+
+One deliverer per thread at a time (a renewed lock); a cursor in the session's meta says how
+far the outbox was delivered, and the ledger (outbox id → Slack ts, with in-flight marks)
+makes a retried or crashed delivery post nothing twice. Progress snapshots are coalesced
+(only a turn's latest is shown); answers and every other notice are posted, in order, always.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from gateway.delivery.cards import Cards
+from gateway.delivery.lock import LOCK_TTL_MS, DeliveryLock
+from gateway.delivery.notices import NoticePosting
+from gateway.delivery.poster import ThreadPoster
+from gateway.delivery.status import AssistantStatus
+from gateway.delivery.timers import deliver_later
+from gateway.slack_client import web_client
+from jobs import runtime
+from jobs.keys import PREFIX, SessionKey
+from jobs.queues import delivery_started
+from jobs.session.notices import Notice, ProgressNotice
+from jobs.session.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+CURSOR_FIELD = "delivered"
+WATCHDOG_S = LOCK_TTL_MS / 1000 + 5  # if this run dies, a later one finishes its work
+# Slack errors that no retry can fix: the notice is skipped (logged) so the thread is not stuck.
+PERMANENT_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "thread_not_found",
+        "invalid_thread_ts",
+        "message_not_found",
+        "cant_update_message",
+        "no_text",
+        "invalid_blocks",
+        "msg_too_long",
+        "msg_blocks_too_long",
+        "markdown_text_conflict",
+        "invalid_metadata_format",
+        "metadata_too_large",
+        "team_not_found",
+        "account_inactive",
+        "token_revoked",
+    }
+)
+RETRY_BASE_S = 5  # a transient failure (Slack 5xx, network) is retried after 5, 10, 20 … s
+RETRY_MAX_S = 300
+
+
+def deliver(session_key: str) -> int:
+    """RQ entry point: post every undelivered notice; returns how many were handled."""
+    key = SessionKey.parse(session_key)
+    if key.is_subagent:
+        return 0  # a sub-agent has no thread; what people see of it goes through its root's
+    redis = runtime.redis_client()
+    delivery_started(redis, key)
+    return Delivery(SessionStore(redis, key), web_client(runtime.settings())).run()
+
+
+class RateLimited(Exception):
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"rate limited for {retry_after_s}s")
+        self.retry_after_s = retry_after_s
+
+
+class Delivery:
+    def __init__(self, store: SessionStore, client: WebClient) -> None:
+        self.store = store
+        self.redis = store.redis
+        self.key = store.key
+        self.poster = ThreadPoster(store, client)
+        self.status = AssistantStatus(store, client, self.poster.ledger)
+        self.cards = Cards(store, self.poster, self.status)
+        self.posting = NoticePosting(self.poster, self.status)
+
+    def run(self) -> int:
+        paused_ms = self.redis.pttl(pause_key(self.key.team))
+        if paused_ms > 0:  # Slack asked this workspace to wait: no delivery may post before then
+            deliver_later(self.redis, self.key, "retry", paused_ms / 1000)
+            return 0
+        handled = 0
+        while True:
+            lock = DeliveryLock(self.redis, self.key.redis_key("delivering"))
+            if not lock.acquire():
+                # The holder looks again after letting go; this covers a holder that died.
+                deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
+                return handled
+            with lock:
+                try:
+                    handled += self._run_locked()
+                except RateLimited as limited:
+                    # Not now: the scheduled retry goes on once Slack's Retry-After has passed.
+                    log.warning(
+                        "%s: rate limited past the retries; again in %ss", self.key, limited.retry_after_s
+                    )
+                    self.redis.set(pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
+                    deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
+                    return handled
+            if not self._pending():
+                return handled
+
+    def _run_locked(self) -> int:
+        if self._pending():
+            deliver_later(self.redis, self.key, "watchdog", WATCHDOG_S)
+        handled = self._drain()
+        self.cards.show_due()
+        self.cards.refresh_status()
+        return handled
+
+    def _pending(self) -> bool:
+        return bool(self.store.notices(after=self._cursor(), count=1))
+
+    def _cursor(self) -> str | None:
+        return self.store.meta().get(CURSOR_FIELD)
+
+    def _drain(self) -> int:
+        entries = self.store.notices(after=self._cursor())
+        latest = {n.card.turn_id: i for i, (_, n) in enumerate(entries) if isinstance(n, ProgressNotice)}
+        for notice_id, notice in entries:
+            if isinstance(notice, ProgressNotice):
+                # Only a turn's latest snapshot is shown, but at the place of its first one, so
+                # a card posted in this batch still comes before the answer that follows it.
+                newest_id, newest = entries[latest[notice.card.turn_id]]
+                self._deliver_one(newest_id, newest)
+            else:
+                self._deliver_one(notice_id, notice)
+            self.store.set_meta(**{CURSOR_FIELD: notice_id})
+        return len(entries)
+
+    def _deliver_one(self, notice_id: str, notice: Notice) -> None:
+        try:
+            if isinstance(notice, ProgressNotice):
+                self.cards.show(notice_id, notice)
+            else:
+                self.posting.post(notice_id, notice)
+        except SlackApiError as error:
+            self._failed(notice_id, notice, error)
+
+    def _failed(self, notice_id: str, notice: Notice, error: SlackApiError) -> None:
+        code = error.response.get("error")
+        if error.response.status_code == 429:
+            raise RateLimited(_retry_after(error)) from error
+        if code in PERMANENT_ERRORS:
+            log.error(
+                "%s: %s notice %s cannot be delivered (%s); skipped", self.key, notice.kind, notice_id, code
+            )
+            return
+        attempts = int(self.poster.ledger.note(f"attempts:{notice_id}") or 0) + 1
+        self.poster.ledger.set_note(f"attempts:{notice_id}", str(attempts))
+        delay = min(RETRY_MAX_S, RETRY_BASE_S * 2 ** (attempts - 1))
+        log.warning(
+            "%s: %s notice %s failed (%s); retry %d in %ss",
+            self.key,
+            notice.kind,
+            notice_id,
+            code,
+            attempts,
+            delay,
+        )
+        deliver_later(self.redis, self.key, "retry", delay)
+        raise error
+
+
+def pause_key(team: str) -> str:
+    """Set while Slack's Retry-After runs: its rate limits are per workspace and method."""
+    return f"{PREFIX}:slack_pause:{team}"
+
+
+def _retry_after(error: SlackApiError) -> float:
+    headers = error.response.headers or {}
+    value = headers.get("Retry-After") or headers.get("retry-after") or "1"
+    try:
+        return max(1.0, float(value if isinstance(value, str) else value[0]))
+    except (TypeError, ValueError):
+        return 1.0

@@ -1,0 +1,94 @@
+"""Every notice other than a progress snapshot, as a message posted once (or an edit of one).
+
+An approval card is posted under the ledger entry `approval:<id>` so its decision can edit it;
+a compaction's "started" message is edited into its outcome.
+"""
+
+from __future__ import annotations
+
+from gateway.delivery.answers import post_answer
+from gateway.delivery.poster import ThreadPoster
+from gateway.delivery.status import AssistantStatus
+from gateway.render import notices as render
+from gateway.render.notices import SlackMessage
+from jobs.session.notices import (
+    AnswerNotice,
+    ApprovalDecidedNotice,
+    ApprovalRequestNotice,
+    CancelledNotice,
+    CompactionNotice,
+    ErrorNotice,
+    InfoNotice,
+    Notice,
+    UnknownResultNotice,
+)
+
+COMPACTION_MESSAGE = "compaction_message"  # ledger note: ts of the running compaction's message
+
+
+class NoticePosting:
+    def __init__(self, poster: ThreadPoster, status: AssistantStatus) -> None:
+        self.poster = poster
+        self.ledger = poster.ledger
+        self.status = status
+        self.session = poster.key
+
+    def post(self, notice_id: str, notice: Notice) -> None:
+        if isinstance(notice, AnswerNotice):
+            post_answer(self.poster, notice_id, notice.text)
+            self.status.clear()
+        elif isinstance(notice, ApprovalRequestNotice):
+            self._approval_request(notice)
+        elif isinstance(notice, ApprovalDecidedNotice):
+            self._approval_decided(notice_id, notice)
+        elif isinstance(notice, CompactionNotice):
+            self._compaction(notice_id, notice)
+        else:
+            self._simple(notice_id, notice)
+
+    def _simple(self, notice_id: str, notice: Notice) -> None:
+        if isinstance(notice, UnknownResultNotice):
+            self._post(notice_id, render.unknown_result(notice, self.session))
+        elif isinstance(notice, CancelledNotice):
+            self._post(notice_id, render.cancelled(notice, self.session))
+            self.status.clear()
+        elif isinstance(notice, ErrorNotice):
+            self._post(notice_id, render.error(notice))
+            self.status.clear()
+        elif isinstance(notice, InfoNotice):
+            self._post(notice_id, render.info(notice))
+
+    def _approval_request(self, notice: ApprovalRequestNotice) -> None:
+        entry = f"approval:{notice.approval_id}"
+        self.ledger.set_note(f"{entry}:request", notice.model_dump_json())
+        self._post(entry, render.approval_request(notice, self.session))
+        self.status.clear()  # nothing runs while a person decides
+
+    def _approval_decided(self, notice_id: str, notice: ApprovalDecidedNotice) -> None:
+        entry = f"approval:{notice.approval_id}"
+        raw = self.ledger.note(f"{entry}:request")
+        request = ApprovalRequestNotice.model_validate_json(raw) if raw else None
+        message = render.approval_decided(notice, request)
+        card = self.ledger.ts(entry)
+        if card is None:
+            self._post(notice_id, message)
+        else:
+            self.poster.update(card, message)
+
+    def _compaction(self, notice_id: str, notice: CompactionNotice) -> None:
+        message = render.compaction(notice)
+        running = self.ledger.note(COMPACTION_MESSAGE)
+        if notice.state == "started":
+            ts, _ = self.poster.post_once(notice_id, message)
+            self.ledger.set_note(COMPACTION_MESSAGE, ts)
+            return
+        if running:
+            self.poster.update(running, message)
+            self.ledger.set_note(COMPACTION_MESSAGE, "")
+        else:
+            self._post(notice_id, message)
+
+    def _post(self, entry: str, message: SlackMessage) -> None:
+        _, posted = self.poster.post_once(entry, message)
+        if posted:
+            self.status.message_posted()

@@ -1,0 +1,105 @@
+"""A message someone wrote in Slack, on its way to a session: dedupe, controls, allowlists, submit.
+
+Both the `app_mention` and the `message` listener end here, so the twin deliveries of one
+@mention in a thread meet at the same dedupe keys and produce one input.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from slack_sdk.errors import SlackApiError
+
+from gateway.deps import Deps
+from gateway.listeners.controls import act, thread_word
+from gateway.listeners.skill_words import skill_request, use_skill
+from jobs.input import record_input
+from jobs.keys import SessionKey
+from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
+from jobs.session.state import PARKED_STATES, session_exists
+from jobs.session.user_input import UserInput
+
+log = logging.getLogger(__name__)
+
+IGNORED = "ignored: a thread without a session"
+NOT_ALLOWED = "You can't start the agent here: this channel or your account is not on its allowlist."
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message that may become input. `addressed`: an @mention or a DM, spoken to the agent."""
+
+    team: str
+    channel: str
+    user: str
+    ts: str
+    thread_ts: str | None
+    text: str
+    event_id: str | None
+    addressed: bool
+
+    @property
+    def key(self) -> SessionKey:
+        return SessionKey(team=self.team, channel=self.channel, thread_ts=self.thread_ts or self.ts)
+
+
+def take(deps: Deps, said: Said) -> str:
+    """Record what was said; returns what happened, for the log line."""
+    if _is_input(deps, said):
+        return _record(deps, said)
+    key = said.key
+    if not said.addressed and not session_exists(deps.redis, key):
+        return IGNORED
+    claimed = claim(deps.redis, delivery_keys(said.team, said.event_id, said.channel, said.ts))
+    if not claimed.fresh:
+        return "duplicate"
+    try:
+        return _act(deps, said, key)
+    except Exception:
+        release(deps.redis, claimed)  # not done: let Slack's retry through
+        raise
+
+
+def _is_input(deps: Deps, said: Said) -> bool:
+    """Words for the model, from someone allowed to give them (not a skill or a control word)."""
+    plain = skill_request(said.text) is None and thread_word(said.text) is None
+    return plain and deps.authz.may_start(said.channel, said.user)
+
+
+def _record(deps: Deps, said: Said) -> str:
+    """The mention's hot path: dedupe, input, turn and job in one round trip (jobs.input)."""
+    user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
+    recorded = record_input(
+        deps.redis,
+        said.key,
+        user_input,
+        turn_timeout_s=deps.turn_timeout_s,
+        parked=PARKED_STATES,
+        dedupe_keys=delivery_keys(said.team, said.event_id, said.channel, said.ts),
+        dedupe_ttl_s=DEDUPE_TTL_S,
+        only_existing_session=not said.addressed,
+    )
+    return IGNORED if recorded == "no session" else recorded
+
+
+def _act(deps: Deps, said: Said, key: SessionKey) -> str:
+    request = skill_request(said.text)
+    if request is not None:
+        tell(deps, key, said.user, use_skill(deps, key, said.user, request, ts=said.ts))
+        return f"skill {request.name}"
+    verb = thread_word(said.text)
+    if verb is not None:
+        tell(deps, key, said.user, act(deps, verb, key, said.user))
+        return f"control {verb}"
+    if said.addressed:
+        tell(deps, key, said.user, NOT_ALLOWED)
+    return "refused: not on the allowlist"
+
+
+def tell(deps: Deps, key: SessionKey, user: str, text: str) -> None:
+    """An ephemeral line in the thread for one person; failing to send it never undoes the act."""
+    try:
+        deps.client.chat_postEphemeral(channel=key.channel, user=user, text=text, thread_ts=key.thread_ts)
+    except SlackApiError as error:
+        log.warning("could not tell %s in %s: %s", user, key, error.response.get("error"))

@@ -1,0 +1,1 @@
+"""The processes threadline runs: the `threadline` command, `web`, `worker`, and their helpers."""

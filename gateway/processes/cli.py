@@ -1,0 +1,125 @@
+"""The `threadline` command: `web`, `worker` and friends, each checking its settings first."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from jobs.settings import Settings, SettingsError
+
+WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
+SOCKET_SETTINGS = ("SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "REDIS_URL")
+WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL")  # no LLM_BASE_URL: the demo model answers
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except SettingsError as error:
+        print(error, file=sys.stderr)
+        return 2
+
+
+def _web(args: argparse.Namespace) -> int:
+    if args.socket:
+        from gateway.processes.socket_mode import serve_socket
+
+        serve_socket(Settings.load().require(*SOCKET_SETTINGS))
+        return 0
+    from gateway.processes.web import serve
+
+    serve(Settings.load().require(*WEB_SETTINGS))
+    return 0
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from gateway.manifest import manifest_json
+
+    print(manifest_json(Settings.load(), request_url=args.url, socket=args.socket, name=args.name))
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from gateway.processes.worker import supervise, work
+
+    settings = Settings.load().require(*WORKER_SETTINGS)
+    if args.role == "all":
+        passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
+        return supervise(args.turn_workers, passthrough)
+    work(settings, role=args.role, burst=args.burst, worker_class=args.worker_class)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gateway.processes.together import run_together
+
+    Settings.load().require(*dict.fromkeys(WEB_SETTINGS + WORKER_SETTINGS))
+    me = [sys.executable, "-m", "gateway.processes.cli"]
+    return run_together({"web": [*me, "web"], "worker": [*me, "worker"]})
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from gateway.doctor import run_doctor
+
+    return run_doctor(Settings.load())
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from gateway.sandbox.embedded_redis import EmbeddedRedisError
+    from gateway.sandbox.run import run_sandbox
+
+    try:
+        return run_sandbox(args.port, say=lambda line: print(line, flush=True))
+    except EmbeddedRedisError as error:
+        print(f"threadline: {error}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="threadline", description="A Slack gateway for a coding agent.")
+    commands = parser.add_subparsers(required=True, metavar="command")
+    web = commands.add_parser("web", help="serve POST /slack/events on $PORT (or Socket Mode)")
+    web.add_argument("--socket", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
+    web.set_defaults(run=_web)
+    worker = commands.add_parser("worker", help="run RQ workers for the turns and slack queues")
+    worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    worker.add_argument(
+        "--worker-class",
+        choices=("fork", "simple"),
+        default=os.environ.get("THREADLINE_WORKER_CLASS", "simple"),
+        help="SimpleWorker (default: no fork per job) or RQ's forking Worker",
+    )
+    worker.add_argument(
+        "--turn-workers",
+        type=int,
+        default=int(os.environ.get("THREADLINE_TURN_WORKERS", "1")),
+        help="turn workers beside the delivery worker (default 1)",
+    )
+    worker.add_argument(
+        "--role",
+        choices=("all", "turns", "delivery"),
+        default="all",
+        help="all (default): a delivery worker and the turn workers, as child processes",
+    )
+    worker.set_defaults(run=_worker)
+    run = commands.add_parser("run", help="run web and worker together in the foreground")
+    run.set_defaults(run=_run)
+    manifest = commands.add_parser("manifest", help="print the Slack app manifest (JSON)")
+    manifest.add_argument("--url", default=None, help="public base URL of the web process (HTTP mode)")
+    manifest.add_argument("--socket", action="store_true", help="a manifest for Socket Mode")
+    manifest.add_argument("--name", default="threadline", help="the app's name in Slack")
+    manifest.set_defaults(run=_manifest)
+    doctor = commands.add_parser("doctor", help="check Redis, the Slack token, the model and the workspace")
+    doctor.set_defaults(run=_doctor)
+    sandbox = commands.add_parser(
+        "sandbox", help="everything on this machine, with Slack played by a local page (prints its URL)"
+    )
+    sandbox.add_argument("--port", type=int, default=None, help="port of the sandbox page (default 3001)")
+    sandbox.set_defaults(run=_sandbox)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

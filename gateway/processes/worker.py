@@ -1,0 +1,152 @@
+"""The `worker` process: RQ's own workers, one on the `slack` queue and N on `turns`.
+
+Deliveries get a worker of their own: a turn holds its worker for minutes, and progress cards,
+answers and notices of other threads must not wait behind it. `threadline worker` supervises one
+delivery worker and `--turn-workers` turn workers as child processes; scale out by running more
+`worker` processes.
+
+It lives at the top layer because it composes both job modules. They, the tool schemas and
+httpx's transport are loaded here once: with SimpleWorker (the default) every job reuses them,
+and with the forking Worker each fork starts with them loaded instead of paying ~0.3 s per job.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from rq import SimpleWorker, Worker
+from rq.worker import BaseWorker
+
+import gateway.delivery.job
+import jobs.compaction_job
+import jobs.turn.runner
+from gateway.processes.cpu_priority import lower_priority_to
+from gateway.processes.lifeline import die_with_parent
+from gateway.processes.together import run_together
+from jobs import due_jobs, janitor, runtime
+from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
+from jobs.runtime import redis_from_url
+from jobs.settings import Settings
+
+PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
+# httpx loads its async transport stack lazily on the first request; a fork that does that
+# pays ~70 ms per job, so the parent loads it once.
+LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
+
+log = logging.getLogger(__name__)
+
+
+def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
+    """Every worker process sweeps (one at a time, under a lock), so no extra process is needed."""
+    while True:
+        try:
+            janitor.sweep(redis, every_s)
+        except Exception:  # Redis away for a moment: the next sweep tries again
+            log.warning("janitor sweep failed", exc_info=True)
+        if stop.wait(every_s):
+            return
+
+
+def _release_due(redis: Redis, stop: threading.Event) -> None:
+    """Every worker moves due `enqueue_at` jobs to their queues (see jobs.due_jobs for why)."""
+    queues = [queue(redis, name) for name in (SLACK_QUEUE, TURNS_QUEUE)]
+    while not stop.wait(due_jobs.TICK_S):
+        try:
+            for each in queues:
+                due_jobs.release_due_jobs(redis, each)
+        except Exception:  # Redis away for a moment: the next tick tries again
+            log.warning("releasing due jobs failed", exc_info=True)
+
+
+WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
+
+
+SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `supervise` for the workers it starts
+
+ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
+
+
+def supervise(turn_workers: int, passthrough: list[str]) -> int:
+    """Run the delivery worker and the turn workers as children; stop all when one stops."""
+    me = [sys.executable, "-m", "gateway.processes.cli", "worker", *passthrough]
+    commands = {"delivery": [*me, "--role", "delivery"]}
+    commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
+    return run_together(commands, env={**os.environ, SUPERVISOR_PID: str(os.getpid())})
+
+
+def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:
+    supervisor = int(os.environ[SUPERVISOR_PID]) if SUPERVISOR_PID in os.environ else None
+    if supervisor is not None:
+        die_with_parent(supervisor)
+    lower_priority_to(settings.WORKER_NICENESS, supervisor_pid=supervisor)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
+    runtime.settings()  # parsed once here, inherited by every forked job
+    if not settings.LLM_BASE_URL:
+        log.warning("LLM_BASE_URL is not set: turns use the built-in demo model (scripted)")
+    runtime.build_model(settings)
+    jobs.turn.runner.tool_setup()
+    for name in LAZY_TRANSPORT_MODULES:
+        importlib.import_module(name)
+    redis = Redis.from_url(settings.REDIS_URL or "")
+    queues = [queue(redis, name) for name in ROLE_QUEUES[role]]
+    stop = threading.Event()
+    url = settings.REDIS_URL or ""
+    background = ((_janitor, (redis_from_url(url), stop, settings.JANITOR_INTERVAL_SECONDS)),
+                  (_release_due, (redis_from_url(url), stop)))  # fmt: skip
+    for target, args in background:
+        threading.Thread(target=target, args=args, daemon=True).start()
+    try:
+        kind = WORKER_CLASSES[worker_class]
+        work_through_outages(lambda: kind(queues, connection=redis, serializer=SERIALIZER), burst=burst)
+    finally:
+        stop.set()
+
+
+REDIS_WAIT_CAP_S = 5.0
+
+
+def work_through_outages(new_worker: Callable[[], BaseWorker], *, burst: bool = False) -> None:
+    """RQ's work loop until it is asked to stop (SIGTERM, SIGINT) or, in burst mode, runs dry.
+
+    RQ rides out a lost connection only while it waits for a job: a Redis restart that lands on
+    any other step (marking itself idle, a heartbeat) ends its loop, and its teardown may raise
+    as well. That must not take the worker, and with it every other worker of this `worker`
+    process, down: it waits for Redis to answer and starts a fresh RQ worker.
+    """
+    while True:
+        worker = new_worker()
+        try:
+            worker.work(burst=burst, with_scheduler=False)
+        except RedisConnectionError:
+            log.warning("Redis went away while RQ's worker stopped", exc_info=True)
+        if burst or _asked_to_stop(worker):
+            return
+        log.warning("RQ's work loop ended without a stop request; working again once Redis answers")
+        wait_for_redis(worker.connection)
+
+
+def _asked_to_stop(worker: BaseWorker) -> bool:
+    # RQ notes the time of a stop signal here, idle or busy; its public accessor reads it back
+    # from Redis, which may be the thing that is away. (rq is pinned below 4.)
+    return worker._shutdown_requested_date is not None
+
+
+def wait_for_redis(redis: Redis) -> None:
+    pause = 0.1
+    while True:
+        try:
+            redis.ping()
+            return
+        except RedisError:
+            time.sleep(pause)
+            pause = min(pause * 2, REDIS_WAIT_CAP_S)

@@ -1,0 +1,36 @@
+"""Loading a session's history for a turn: the compaction checkpoint plus the wire tail.
+
+After a compaction the session keeps a checkpoint (the folded history right after the
+summary and the wire id it covers), so starting a turn reads checkpoint + tail, never the
+whole log.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import TypeAdapter
+
+from agent.fold import Folder
+from agent.messages import Message
+from jobs.session.store import SessionStore
+
+_MESSAGES = TypeAdapter(list[Message])
+
+
+def checkpoint_key(store: SessionStore) -> str:
+    return store.key.redis_key("checkpoint")
+
+
+def save_checkpoint(store: SessionStore, history: list[Message], through: str) -> None:
+    messages = [message.model_dump(mode="json", exclude_none=True) for message in history]
+    store.redis.set(checkpoint_key(store), json.dumps({"through": through, "history": messages}))
+
+
+def load_folder(store: SessionStore) -> Folder:
+    raw = store.redis.get(checkpoint_key(store))
+    if raw is None:
+        return Folder.from_records(store.read_wire())
+    checkpoint = json.loads(raw)
+    history = _MESSAGES.validate_python(checkpoint["history"])
+    return Folder.from_records(store.read_wire(after=checkpoint["through"]), history)

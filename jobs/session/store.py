@@ -1,0 +1,155 @@
+"""A session's state in Redis: wire log, inbox, outbox, meta (DESIGN.md "Redis layout").
+
+The wire log is the only source of truth for history. Every record is one stream entry whose
+field `r` holds the record's JSON; the entry id comes back as the record's `id`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from redis import Redis
+
+from agent.wire import AppendMessage, record_to_json
+from jobs.keys import SessionKey
+from jobs.lua import lua
+from jobs.session.notices import Notice, parse_notice
+from jobs.session.user_input import UserInput
+
+RECORD_FIELD = "r"
+NOTICE_FIELD = "n"
+
+# Append a record unless one with the same idempotency key was appended before; returns the
+# entry id either way, so a retried job never writes the same event twice.
+_APPEND_ONCE = """
+local existing = redis.call('HGET', KEYS[2], ARGV[2])
+if existing then return existing end
+local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[2], id)
+return id
+"""
+
+# New input goes to the inbox while a turn holds the lease (the running loop takes it at its
+# next step) and straight onto the wire log otherwise (the next turn folds it).
+_SUBMIT_INPUT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 'inbox'
+end
+redis.call('XADD', KEYS[3], '*', 'r', ARGV[1])
+return 'wire'
+"""
+
+# Take the whole inbox atomically, so no input is taken twice or dropped between LRANGE and DEL.
+_TAKE_INBOX = """
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+return items
+"""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SessionStore:
+    def __init__(self, redis: Redis, key: SessionKey) -> None:
+        self.redis = redis
+        self.key = key
+        self.wire_key = key.redis_key("wire")
+        self.inbox_key = key.redis_key("inbox")
+        self.outbox_key = key.redis_key("outbox")
+        self.meta_key = key.redis_key("meta")
+        self.lease_key = key.redis_key("lease")
+        self._wire_index_key = key.redis_key("wireidx")
+
+    # -- wire log ----------------------------------------------------------------------
+
+    def append(self, record: BaseModel | Mapping[str, Any], *, once_key: str | None = None) -> str:
+        """Append one record; with `once_key`, a second append with the same key is a no-op."""
+        payload = encode_record(record)
+        if once_key is None:
+            return _text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
+        return _text(
+            lua(self.redis, _APPEND_ONCE)(
+                keys=[self.wire_key, self._wire_index_key], args=[payload, once_key]
+            )
+        )
+
+    def read_wire(self, after: str | None = None) -> list[dict[str, Any]]:
+        start = f"({after}" if after else "-"
+        return [
+            _decode_entry(entry_id, fields) for entry_id, fields in self.redis.xrange(self.wire_key, start)
+        ]
+
+    # -- input -------------------------------------------------------------------------
+
+    def submit(self, user_input: UserInput) -> Literal["wire", "inbox"]:
+        record = AppendMessage(message=user_input.to_message())
+        where = lua(self.redis, _SUBMIT_INPUT)(
+            keys=[self.lease_key, self.inbox_key, self.wire_key],
+            args=[encode_record(record), user_input.model_dump_json()],
+        )
+        self.touch()
+        return "inbox" if _text(where) == "inbox" else "wire"
+
+    def peek_inbox(self) -> list[UserInput]:
+        return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
+
+    def trim_inbox(self, count: int) -> None:
+        """Drop the first `count` inputs (those just recorded on the wire)."""
+        self.redis.ltrim(self.inbox_key, count, -1)
+
+    def take_inbox(self) -> list[UserInput]:
+        items = lua(self.redis, _TAKE_INBOX)(keys=[self.inbox_key])
+        return [UserInput.model_validate_json(item) for item in items]
+
+    # -- outbox ------------------------------------------------------------------------
+
+    def post_notice(self, notice: Notice) -> str:
+        return _text(self.redis.xadd(self.outbox_key, {NOTICE_FIELD: notice.model_dump_json()}))
+
+    def notices(self, after: str | None = None, count: int | None = None) -> list[tuple[str, Notice]]:
+        start = f"({after}" if after else "-"
+        entries = self.redis.xrange(self.outbox_key, start, count=count)
+        return [
+            (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
+        ]
+
+    def recent_notices(self, count: int) -> list[tuple[str, Notice]]:
+        """The newest `count` notices, newest first."""
+        entries = self.redis.xrevrange(self.outbox_key, count=count)
+        return [
+            (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
+        ]
+
+    # -- meta --------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        return {_text(k): _text(v) for k, v in self.redis.hgetall(self.meta_key).items()}
+
+    def set_meta(self, **fields: str) -> None:
+        self.redis.hset(self.meta_key, mapping=fields)
+
+    def touch(self) -> None:
+        self.redis.hsetnx(self.meta_key, "created", str(now_ms()))
+
+
+def encode_record(record: BaseModel | Mapping[str, Any]) -> str:
+    data = record_to_json(record) if isinstance(record, BaseModel) else dict(record)
+    data.setdefault("time", now_ms())
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def _decode_entry(entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> dict[str, Any]:
+    record = json.loads(fields[RECORD_FIELD.encode()])
+    record["id"] = _text(entry_id)
+    return record
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

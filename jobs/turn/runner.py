@@ -1,0 +1,293 @@
+"""The turn job (queue `turns`): lease the session, run the loop, tell the thread how it ended."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from rq import get_current_job
+from rq.timeouts import JobTimeoutException
+
+from agent.delegation import SUBAGENT_RESULT
+from agent.fold import Folder
+from agent.loop.parking import approval_check
+from agent.loop.ports import PARKED_REASONS, ParkedStep, TurnOutcome
+from agent.loop.turn_loop import Loop, LoopConfig
+from agent.messages import Message, is_real_user_input
+from agent.model.base import ChatModel
+from agent.prompts import system_prompt
+from agent.tools.executor import ToolExecutor
+from agent.tools.policy import ApprovalDecision, Approved, Approver, AskForNamedTools, Rejected
+from agent.tools.registry import ToolRegistry, openai_tool_declarations
+from agent.wire import TurnCancel, TurnEnded, TurnPrompt
+from jobs import runtime
+from jobs.control import cancel, cancel_flag_key, cancel_requested_by
+from jobs.delegation.approvals import forward_approvals
+from jobs.delegation.children import active_children, child_info, forget_child
+from jobs.delegation.endings import child_turn_ended
+from jobs.delegation.progress import CardReporter, stored_card
+from jobs.delegation.waits import ParkedWait, StepWaits
+from jobs.keys import SessionKey
+from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
+from jobs.session.approvals import ApprovalStore
+from jobs.session.history import load_folder
+from jobs.session.lease import Lease, LeaseLost
+from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
+from jobs.session.state import State, set_state
+from jobs.session.store import SessionStore
+from jobs.settings import Settings
+from jobs.turn.sink import RedisTurnSink
+from jobs.turn.tools import process_registry, turn_tools
+from jobs.turn.workspace import WorkspaceError, ensure_workspace
+
+log = logging.getLogger(__name__)
+
+APOLOGY = "Sorry, I could not finish this turn: {reason}"
+TIMED_OUT = "This turn hit its time limit ({minutes} min) and was stopped. `!resume` continues it."
+END_STATES: dict[str, State] = {
+    "completed": "idle",
+    "cancelled": "cancelled",
+    "failed": "failed",
+    "timed_out": "failed",
+    "awaiting_approval": "awaiting_approval",
+    "awaiting_agents": "awaiting_agents",
+}
+CARD_STATES = {"completed": "done", "cancelled": "cancelled", "failed": "failed", "timed_out": "timed_out"}
+
+
+@dataclass(frozen=True)
+class ToolSetup:
+    registry: ToolRegistry
+    declarations: list[dict[str, Any]]
+    system_prompt: str
+
+
+@cache
+def tool_setup() -> ToolSetup:
+    """Built once per process (~80 ms of schema checks); the worker builds it before forking."""
+    registry = process_registry()
+    return ToolSetup(registry, openai_tool_declarations(registry), system_prompt(registry.names))
+
+
+def run_turn(session_key: str) -> str:
+    """RQ entry point. Returns what happened, for RQ's job record and the logs."""
+    key = SessionKey.parse(session_key)
+    redis = runtime.redis_client()
+    clear_turn_flag(redis, key)
+    store = SessionStore(redis, key)
+    lease = Lease.acquire(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
+    if lease is None:
+        return "busy: another turn holds the session and takes this input"
+    timeout = runtime.settings().TURN_TIMEOUT_SECONDS
+    with lease:
+        try:
+            outcome = TurnJob(store, runtime.settings(), runtime.build_model(runtime.settings()), lease).run()
+        except LeaseLost:
+            log.error("turn of %s stopped: its lease was lost to another worker", key)
+            return "lease lost"
+        if not lease.release_if_idle():
+            schedule_turn(redis, key, turn_timeout_s=timeout)
+        elif outcome == "awaiting_agents" and StepWaits(store).ready():
+            # The last answer came while this job still held the session: its continuation
+            # could not start then, so it is enqueued now.
+            schedule_turn(redis, key, turn_timeout_s=timeout)
+    return outcome
+
+
+class TurnJob:
+    def __init__(
+        self, store: SessionStore, settings: Settings, model: ChatModel, lease: Lease | None = None
+    ) -> None:
+        self.lease = lease
+        self.store = store
+        self.settings = settings
+        self.model = model
+        self.info = child_info(store)
+        job = get_current_job()
+        self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
+
+    def run(self) -> str:
+        folder = load_folder(self.store)
+        waiting = self._wait_of(folder)
+        if waiting is not None and waiting.results is None:
+            return self._still_waiting()
+        parked = self._parked_step(folder, waiting)
+        if cancel_requested_by(self.store.redis, self.store.key):
+            return self._cancelled_before_start()
+        if parked is None and not self._has_work(folder):
+            set_state(self.store, "idle")
+            return "idle: nothing to answer"
+        try:
+            workspace = ensure_workspace(self.settings, self.info.root if self.info else self.store.key)
+        except WorkspaceError as error:
+            return self._finish(TurnOutcome("failed", error=str(error)), None)
+        reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)
+        self._start(reporter)
+        try:
+            outcome = asyncio.run(self._loop(folder, workspace, reporter).run_turn(self.turn_id, parked))
+        except JobTimeoutException:
+            outcome = TurnOutcome("timed_out", error="RQ job timeout")
+            self.store.append(TurnEnded(turn_id=self.turn_id, reason="failed", error="timed out"))
+        except LeaseLost:
+            raise
+        except Exception as error:  # a bug must still end the turn in the thread, not leave it hanging
+            log.exception("turn %s of %s crashed", self.turn_id, self.store.key)
+            outcome = TurnOutcome("failed", error=f"internal error ({type(error).__name__})")
+            self.store.append(TurnEnded(turn_id=self.turn_id, reason="failed", error=repr(error)[:2000]))
+        return self._finish(outcome, reporter)
+
+    # -- before ---------------------------------------------------------------------------
+
+    def _has_work(self, folder: Folder) -> bool:
+        history = folder.history
+        waiting = bool(self.store.redis.llen(self.store.inbox_key))
+        resumed = "resume_requested" in self.store.meta()
+        return waiting or resumed or bool(history and _asks_for_a_turn(history[-1]))
+
+    def _wait_of(self, folder: Folder) -> ParkedWait | None:
+        """The open step's wait for sub-agents, if it is parked on them."""
+        waiting = StepWaits(self.store).parked()
+        if waiting is None or waiting.step_uuid != folder.open_step_uuid:
+            return None
+        return waiting
+
+    def _still_waiting(self) -> str:
+        """Some sub-agent has not answered: record waiting input on the wire and free the worker."""
+        RedisTurnSink(self.store, self.turn_id, self.lease).take_input()
+        set_state(self.store, "awaiting_agents")
+        return "awaiting_agents"
+
+    def _parked_step(self, folder: Folder, waiting: ParkedWait | None) -> ParkedStep | None:
+        decisions = self._decisions(folder)
+        if decisions is None and waiting is None:
+            return None
+        step = folder.open_step_uuid or ""
+        results = waiting.results if waiting is not None and waiting.results else {}
+        return ParkedStep(step, decisions or {}, results)
+
+    def _decisions(self, folder: Folder) -> dict[str, ApprovalDecision] | None:
+        step = self.store.meta().get("parked_step")
+        approvals = ApprovalStore(self.store)
+        if not step or folder.open_step_uuid != step or approvals.pending():
+            return None
+        states = approvals.states()
+        return {
+            a.tool_call_id: Approved() if states.get(a.approval_id) == "approved" else Rejected(None)
+            for a in approvals.requests()
+        }
+
+    def _start(self, reporter: CardReporter) -> None:
+        job = get_current_job()
+        set_state(self.store, "running", turn_id=self.turn_id, job=job.id if job else "")
+        self.store.redis.hdel(self.store.meta_key, "resume_requested")
+        self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
+        reporter.start()
+
+    def _loop(self, folder: Folder, workspace: Path, reporter: CardReporter) -> Loop:
+        tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
+        registry = tools.registry
+        # A sub-agent asks for approval under its parent's rules: the same policy, never less.
+        policy = AskForNamedTools(self.settings.approval_tools)
+
+        def executor(approver: Approver | None) -> ToolExecutor:
+            return ToolExecutor(registry, workspace=workspace, policy=policy, approver=approver)
+
+        return Loop(
+            model=self.model,
+            executor_factory=executor,
+            sink=RedisTurnSink(self.store, self.turn_id, self.lease),
+            folder=folder,
+            system_prompt=tools.system_prompt,
+            tool_declarations=tools.declarations,
+            needs_approval=approval_check(registry, workspace, policy),
+            config=self._config(),
+            reporter=reporter,
+            deferrals=StepWaits(self.store),
+        )
+
+    def _config(self) -> LoopConfig:
+        return LoopConfig(
+            context_window=self.settings.LLM_CONTEXT_WINDOW,
+            max_steps_per_turn=self.settings.MAX_STEPS_PER_TURN,
+            deadline_s=float(self.settings.TURN_TIMEOUT_SECONDS),
+        )
+
+    def _cancelled_before_start(self) -> str:
+        by = cancel_requested_by(self.store.redis, self.store.key)
+        self.store.redis.delete(cancel_flag_key(self.store.key))
+        self.store.append(TurnCancel(turn_id=self.turn_id, target="queued", reason="user_cancelled"))
+        self.store.append(TurnEnded(turn_id=self.turn_id, reason="cancelled"))
+        self._notify(
+            CancelledNotice(turn_id=self.turn_id, by=by, text=f"Stopped by <@{by}> before it started.")
+        )
+        set_state(self.store, "cancelled", last_turn_reason="cancelled")
+        return "cancelled before start"
+
+    # -- after ----------------------------------------------------------------------------
+
+    def _finish(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        if outcome.reason in PARKED_REASONS:
+            return self._parked(outcome, reporter)
+        if reporter is not None:
+            reporter.finish(CARD_STATES[outcome.reason])  # type: ignore[arg-type]
+        by = cancel_requested_by(self.store.redis, self.store.key)
+        self.store.redis.delete(cancel_flag_key(self.store.key))
+        self.store.redis.hdel(self.store.meta_key, "parked_step")
+        ApprovalStore(self.store).clear()
+        for notice in self._closing_notices(outcome, by):
+            self.store.post_notice(notice)
+        set_state(self.store, END_STATES[outcome.reason], last_turn_reason=outcome.reason)
+        schedule_delivery(self.store.redis, self.store.key)
+        self._end_delegation(outcome, by)
+        log.info(
+            "turn %s of %s: %s after %d steps", self.turn_id, self.store.key, outcome.reason, outcome.steps
+        )
+        return outcome.reason
+
+    def _parked(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        set_state(self.store, END_STATES[outcome.reason])
+        if outcome.reason == "awaiting_approval":
+            if reporter is not None:
+                reporter.finish("awaiting_approval")
+            forward_approvals(self.store)  # a sub-agent's requests appear in its root's thread
+        return outcome.reason
+
+    def _end_delegation(self, outcome: TurnOutcome, by: str | None) -> None:
+        """The turn is over: no foreground sub-agent outlives it, and a sub-agent's answer goes up."""
+        StepWaits(self.store).clear()
+        for child in active_children(self.store.redis, self.store.key):
+            info = child_info(SessionStore(self.store.redis, child))
+            if info is not None and info.mode != "background":
+                cancel(self.store.redis, child, by=by or "threadline")
+                forget_child(self.store.redis, self.store.key, child)
+        child_turn_ended(self.store, outcome, turn_timeout_s=self.settings.TURN_TIMEOUT_SECONDS)
+
+    def _closing_notices(self, outcome: TurnOutcome, by: str | None) -> list[Notice]:
+        turn = self.turn_id
+        if outcome.reason == "completed":
+            return [AnswerNotice(turn_id=turn, text=outcome.answer or "(the model gave no answer)")]
+        if outcome.reason == "cancelled":
+            who = f" by <@{by}>" if by else ""
+            return [CancelledNotice(turn_id=turn, by=by, text=f"Stopped{who}. `!resume` continues.")]
+        if outcome.reason == "timed_out":
+            return [
+                InfoNotice(
+                    turn_id=turn, text=TIMED_OUT.format(minutes=self.settings.TURN_TIMEOUT_SECONDS // 60)
+                )
+            ]
+        return [ErrorNotice(turn_id=turn, text=APOLOGY.format(reason=outcome.error or "unknown error"))]
+
+    def _notify(self, notice: Notice) -> None:
+        self.store.post_notice(notice)
+        schedule_delivery(self.store.redis, self.store.key)
+
+
+def _asks_for_a_turn(message: Message) -> bool:
+    """A person's input, or a sub-agent's answer delivered to an idle session."""
+    origin = message.origin
+    return is_real_user_input(message) or (origin is not None and origin.kind == SUBAGENT_RESULT)

@@ -1,0 +1,99 @@
+"""The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pydantic import BaseModel
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from agent.loop.ports import ParkedCall
+from agent.messages import Message
+from agent.wire import AppendMessage
+from jobs.control import cancel_flag_key
+from jobs.queues import schedule_delivery
+from jobs.session.approvals import Approval, ApprovalStore
+from jobs.session.history import save_checkpoint
+from jobs.session.lease import Lease, LeaseLost
+from jobs.session.notices import ApprovalRequestNotice
+from jobs.session.store import SessionStore
+from jobs.turn.summaries import full_arguments, short_arguments
+
+log = logging.getLogger(__name__)
+
+APPEND_ATTEMPTS = 3  # an append whose answer was lost is retried with its key: written once either way
+APPEND_RETRY_S = 0.5
+
+
+class RedisTurnSink:
+    def __init__(self, store: SessionStore, turn_id: str, lease: Lease | None = None) -> None:
+        self.store = store
+        self.turn_id = turn_id
+        self.lease = lease
+
+    def record(self, record: BaseModel, once_key: str) -> str:
+        if self.lease is not None and self.lease.lost.is_set():
+            raise LeaseLost(f"{self.store.key}: another worker owns the session now")
+        for attempt in range(1, APPEND_ATTEMPTS + 1):
+            try:
+                return self.store.append(record, once_key=once_key)
+            except (RedisConnectionError, RedisTimeoutError):
+                if attempt == APPEND_ATTEMPTS:
+                    raise
+                log.warning("wire append %s failed; retrying with the same key", once_key)
+                time.sleep(APPEND_RETRY_S * attempt)
+        raise AssertionError("unreachable")
+
+    def take_input(self) -> list[tuple[Message, str]]:
+        """Inbox → wire: each input is keyed by its Slack ts, then the inbox is trimmed.
+
+        A crash between the two leaves the input in the inbox; the next take appends it again
+        with the same key, which the store turns into a no-op.
+        """
+        pending = self.store.peek_inbox()
+        taken = []
+        for user_input in pending:
+            message = user_input.to_message()
+            record_id = self.record(AppendMessage(message=message), f"input:{user_input.ts}")
+            taken.append((message, record_id))
+        if pending:
+            self.store.trim_inbox(len(pending))
+        return taken
+
+    def cancel_requested(self) -> bool:
+        return bool(self.store.redis.exists(cancel_flag_key(self.store.key)))
+
+    def compacted(self, history: list[Message], through: str) -> None:
+        save_checkpoint(self.store, history, through)
+
+    def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+        approvals = [
+            Approval(
+                approval_id=f"{step_uuid}:{parked.call.id}",
+                tool_call_id=parked.call.id,
+                tool_name=parked.call.name,
+                summary=short_arguments(parked.call.name, parked.call.arguments),
+                reason=parked.reason,
+                step_uuid=step_uuid,
+                turn_id=self.turn_id,
+            )
+            for parked in calls
+        ]
+        ApprovalStore(self.store).park(approvals)
+        parked_by_id = {parked.call.id: parked.call for parked in calls}
+        self.store.set_meta(parked_step=step_uuid)
+        for approval in approvals:
+            self.store.post_notice(
+                ApprovalRequestNotice(
+                    turn_id=self.turn_id,
+                    approval_id=approval.approval_id,
+                    tool_call_id=approval.tool_call_id,
+                    tool_name=approval.tool_name,
+                    summary=approval.summary,
+                    details=full_arguments(approval.tool_name, parked_by_id[approval.tool_call_id].arguments),
+                    reason=approval.reason,
+                )
+            )
+        schedule_delivery(self.store.redis, self.store.key)

@@ -1,0 +1,101 @@
+"""The tools, system prompt and policy of one turn, on top of the per-process tool setup.
+
+Schemas and validators are built once per process (`ToolSetup`); each turn binds what is
+its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
+the session's launcher and history, the workspace write lock around every tool, and the
+profile of a sub-agent (its disabled tools, same policy and approval rules as its parent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from agent.delegation import AgentBinding, AgentSwarmTool, AgentTool
+from agent.delegation.profiles import DEFAULT_PROFILE, profile_named
+from agent.messages import Message
+from agent.prompts import system_prompt
+from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_roots
+from agent.tools.base import Tool
+from agent.tools.builtin import builtin_tools
+from agent.tools.overlay import ToolOverlay
+from agent.tools.policy import DisabledTools, NoGuard, ToolGuard
+from agent.tools.registry import ToolRegistry, openai_tool_declarations
+from agent.tools.write_lock import LockedTool
+from jobs.delegation.children import ChildInfo
+from jobs.delegation.launcher import RedisLauncher
+from jobs.delegation.write_lock import RedisWriteLock
+from jobs.session.store import SessionStore
+from jobs.settings import Settings
+
+DELEGATION_TOOLS = ("Agent", "AgentSwarm")
+
+
+@cache
+def process_registry() -> ToolRegistry:
+    """Every tool a turn may offer, with schemas and validators built once per process."""
+    return ToolRegistry([*builtin_tools(), SkillTool(), AgentTool(), AgentSwarmTool()])
+
+
+@dataclass(frozen=True)
+class TurnTools:
+    registry: ToolRegistry
+    declarations: list[dict[str, Any]]
+    system_prompt: str
+    guard: ToolGuard
+    catalog: SkillCatalog
+
+
+def load_catalog(settings: Settings, workspace: Path) -> SkillCatalog:
+    return SkillCatalog.load(session_skill_roots(workspace, settings.SHARED_SKILLS_DIR))
+
+
+def turn_tools(
+    store: SessionStore,
+    settings: Settings,
+    workspace: Path,
+    info: ChildInfo | None,
+    history: Callable[[], list[Message]],
+) -> TurnTools:
+    depth = info.depth if info is not None else 0
+    profile = profile_named(info.profile if info is not None else None) or profile_named(DEFAULT_PROFILE)
+    assert profile is not None
+    catalog = load_catalog(settings, workspace)
+    binding = AgentBinding(
+        launcher=RedisLauncher(
+            store,
+            turn_timeout_s=settings.TURN_TIMEOUT_SECONDS,
+            swarm_concurrency=settings.AGENT_SWARM_MAX_CONCURRENCY,
+        ),
+        history=history,
+        depth=depth,
+        profile=profile.name,
+        model=settings.LLM_MODEL,
+    )
+    bound: dict[str, Tool[Any]] = {
+        "Skill": SkillTool(catalog, query_depth=depth, session_id=str(store.key)),
+        "Agent": AgentTool(binding),
+        "AgentSwarm": AgentSwarmTool(binding),
+    }
+    hidden = set(profile.disabled_tools)
+    if not catalog.for_model():
+        hidden.add("Skill")  # nothing to load: the tool would only invite "not found"
+    if not binding.may_delegate:
+        hidden.update(DELEGATION_TOOLS)
+    lock = RedisWriteLock(store.redis, workspace)
+    registry = ToolOverlay(
+        process_registry(), bound=bound, hidden=hidden, wrap=lambda tool: LockedTool(tool, lock)
+    )
+    prompt = system_prompt(registry.names)
+    skills = listing_text(catalog.for_model())
+    guard: ToolGuard = DisabledTools(profile.disabled_tools) if profile.disabled_tools else NoGuard()
+    return TurnTools(
+        registry=registry,
+        declarations=openai_tool_declarations(registry),
+        system_prompt=f"{prompt}\n\n{skills}" if skills else prompt,
+        guard=guard,
+        catalog=catalog,
+    )

@@ -1,0 +1,45 @@
+"""`threadline doctor` as a person runs it: one line per check, exit status says whether all passed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.processes.cli import main
+from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN
+
+CLEARED = ("LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY")
+
+
+def test_doctor_exits_zero_when_everything_answers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    redis_url: str, fake_slack: FakeSlack,
+) -> None:  # fmt: skip
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("SLACK_API_URL", fake_slack.api_url)
+    monkeypatch.setenv("AGENT_WORKDIR", str(tmp_path / "ws"))
+
+    assert main(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines] == [
+        ["ok", "redis"], ["ok", "slack"], ["ok", "model"], ["ok", "workspace"],
+    ]  # fmt: skip
+
+
+def test_doctor_exits_non_zero_and_names_the_fix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for name in (*CLEARED, "REDIS_URL", "SLACK_BOT_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AGENT_WORKDIR", str(tmp_path / "ws"))
+
+    assert main(["doctor"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("FAIL redis") and "threadline sandbox" in lines[0]
+    assert lines[1].startswith("FAIL slack") and "-- fix: " in lines[1]
+    assert lines[3].startswith("ok   workspace")

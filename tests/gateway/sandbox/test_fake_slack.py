@@ -1,0 +1,110 @@
+"""The fake Slack keeps behaving like Slack for the methods threadline uses: real error codes,
+limits, token rules, metadata and pagination, uploads."""
+
+from __future__ import annotations
+
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from gateway.sandbox.fake_slack.server import APP_TOKEN, FakeSlack, Fault
+from gateway.sandbox.stack import BOT_TOKEN
+
+
+@pytest.fixture
+def client(fake_slack: FakeSlack) -> WebClient:
+    return WebClient(token=BOT_TOKEN, base_url=fake_slack.api_url)
+
+
+def error_of(call) -> str:
+    with pytest.raises(SlackApiError) as raised:
+        call()
+    return raised.value.response["error"]
+
+
+def thread(fake_slack: FakeSlack) -> str:
+    return fake_slack.add_user_message("C1", "root", user="U1")["ts"]
+
+
+def test_metadata_comes_back_only_when_asked_for(fake_slack, client):
+    root = thread(fake_slack)
+    meta = {"event_type": "threadline_notice", "event_payload": {"outbox_id": "1-0"}}
+    client.chat_postMessage(channel="C1", thread_ts=root, text="x", metadata=meta)
+    plain = client.conversations_replies(channel="C1", ts=root)["messages"]
+    full = client.conversations_replies(channel="C1", ts=root, include_all_metadata=True)["messages"]
+    assert "metadata" not in plain[1] and full[1]["metadata"] == meta
+    assert error_of(lambda: client.chat_postMessage(channel="C1", text="x", metadata={"x": 1})) == (
+        "invalid_metadata_format"
+    )
+
+
+def test_replies_are_paginated_with_a_cursor(fake_slack, client):
+    root = thread(fake_slack)
+    for index in range(5):
+        client.chat_postMessage(channel="C1", thread_ts=root, text=f"m{index}")
+    first = client.conversations_replies(channel="C1", ts=root, limit=4)
+    assert first["has_more"] and len(first["messages"]) == 4
+    rest = client.conversations_replies(
+        channel="C1", ts=root, limit=4, cursor=first["response_metadata"]["next_cursor"]
+    )
+    assert [m["text"] for m in rest["messages"]] == ["m3", "m4"] and not rest["has_more"]
+
+
+def test_content_limits_and_conflicts_use_slacks_error_codes(fake_slack, client):
+    fake_slack.state.text_limit = 100
+    assert error_of(lambda: client.chat_postMessage(channel="C1", text="x" * 101)) == "msg_too_long"
+    assert error_of(lambda: client.chat_postMessage(channel="C1", text="a", markdown_text="b")) == (
+        "markdown_text_conflict"
+    )
+    many = [{"type": "divider"}] * 51
+    assert error_of(lambda: client.chat_postMessage(channel="C1", text="a", blocks=many)) == "invalid_blocks"
+    long_section = [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3001}}]
+    assert (
+        error_of(lambda: client.chat_postMessage(channel="C1", text="a", blocks=long_section))
+        == "invalid_blocks"
+    )
+    markdown = [{"type": "markdown", "text": "x" * 7000}] * 2
+    assert (
+        error_of(lambda: client.chat_postMessage(channel="C1", text="a", blocks=markdown))
+        == "msg_blocks_too_long"
+    )
+    assert error_of(lambda: client.chat_postMessage(channel="C1")) == "no_text"
+
+
+def test_an_update_with_text_only_keeps_the_blocks(fake_slack, client):
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "card"}}]
+    ts = client.chat_postMessage(channel="C1", text="t", blocks=blocks)["ts"]
+    client.chat_update(channel="C1", ts=ts, text="new")
+    message = fake_slack.channel_messages("C1")[-1]
+    assert message["text"] == "new" and message["blocks"] == blocks and message["edited"] == 1
+    assert error_of(lambda: client.chat_update(channel="C1", ts="1.1", text="x")) == "message_not_found"
+
+
+def test_app_level_methods_take_the_app_token_and_nothing_else(fake_slack, client):
+    assert error_of(lambda: client.apps_connections_open(app_token=BOT_TOKEN)) == "not_allowed_token_type"
+    opened = client.apps_connections_open(app_token=APP_TOKEN)
+    assert opened["url"].startswith("ws://127.0.0.1:")
+    assert (
+        error_of(lambda: WebClient(token="xoxb-wrong", base_url=fake_slack.api_url).auth_test())
+        == "invalid_auth"
+    )
+
+
+def test_files_upload_v2_posts_the_file_in_the_thread(fake_slack, client):
+    root = thread(fake_slack)
+    client.files_upload_v2(
+        channel="C1", thread_ts=root, content="hello", filename="a.md", initial_comment="see"
+    )
+    message = fake_slack.thread("C1", root)[-1]
+    assert message["text"] == "see" and message["files"][0]["name"] == "a.md"
+    assert fake_slack.state.uploaded[message["files"][0]["id"]] == b"hello"
+
+
+def test_user_groups_and_rate_limits(fake_slack, client):
+    fake_slack.state.usergroups["S1"] = ["U1"]
+    assert client.usergroups_users_list(usergroup="S1")["users"] == ["U1"]
+    assert error_of(lambda: client.usergroups_users_list(usergroup="S2")) == "no_such_subteam"
+    fake_slack.inject(Fault("chat.postMessage", status=429, retry_after=7))
+    with pytest.raises(SlackApiError) as raised:
+        client.chat_postMessage(channel="C1", text="x")
+    assert raised.value.response.status_code == 429 and raised.value.response.headers["Retry-After"] == "7"

@@ -1,0 +1,65 @@
+from agent.fold import fold
+from agent.wire import AppendMessage, TurnEnded
+from jobs.keys import SessionKey
+from jobs.session.lease import Lease
+from jobs.session.notices import AnswerNotice
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
+
+KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
+
+
+def test_records_come_back_in_order_with_their_stream_ids(redis):
+    store = SessionStore(redis, KEY)
+    first = store.append(TurnEnded(turn_id="t", reason="completed"))
+    second = store.append({"type": "context.clear"})
+    records = store.read_wire()
+    assert [r["id"] for r in records] == [first, second]
+    assert records[0]["reason"] == "completed" and "time" in records[0]
+    assert [r["id"] for r in store.read_wire(after=first)] == [second]
+
+
+def test_append_once_writes_a_retried_event_only_once(redis):
+    store = SessionStore(redis, KEY)
+    record = AppendMessage(message=UserInput(text="hi", user="U1", ts="1.0").to_message())
+    first = store.append(record, once_key="job1:step1:prompt")
+    again = store.append(record, once_key="job1:step1:prompt")
+    assert first == again
+    assert len(store.read_wire()) == 1
+
+
+def test_input_goes_to_the_wire_when_idle_and_to_the_inbox_while_a_turn_runs(redis):
+    store = SessionStore(redis, KEY)
+    assert store.submit(UserInput(text="first", user="U1", ts="1.1")) == "wire"
+    lease = Lease.acquire(store, owner="test")
+    assert lease is not None
+    assert store.submit(UserInput(text="steer", user="U1", ts="1.2")) == "inbox"
+    assert [m.text() for m in fold(store.read_wire())] == ["<@U1>: first"]
+    assert [i.text for i in store.take_inbox()] == ["steer"]
+    assert store.take_inbox() == []
+
+
+def test_the_lease_is_released_only_when_the_inbox_is_empty(redis):
+    store = SessionStore(redis, KEY)
+    lease = Lease.acquire(store, owner="test")
+    assert Lease.acquire(store, owner="other") is None
+    store.submit(UserInput(text="late", user="U1", ts="1.3"))
+    assert lease.release_if_idle() is False  # input waiting: the turn must go on
+    store.take_inbox()
+    assert lease.release_if_idle() is True
+    assert Lease.acquire(store, owner="other") is not None
+
+
+def test_notices_are_read_back_in_order_after_a_cursor(redis):
+    store = SessionStore(redis, KEY)
+    one = store.post_notice(AnswerNotice(text="one"))
+    store.post_notice(AnswerNotice(text="two"))
+    assert [n.text for _, n in store.notices()] == ["one", "two"]
+    assert [n.text for _, n in store.notices(after=one)] == ["two"]
+
+
+def test_sessions_of_two_workspaces_never_share_keys(redis):
+    a = SessionStore(redis, KEY)
+    b = SessionStore(redis, SessionKey(team="T2", channel=KEY.channel, thread_ts=KEY.thread_ts))
+    a.submit(UserInput(text="for team one", user="U1", ts="1.4"))
+    assert b.read_wire() == []

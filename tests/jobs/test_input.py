@@ -1,0 +1,125 @@
+"""jobs.input: a message recorded in one round trip, with the same effects as the separate steps."""
+
+from __future__ import annotations
+
+import pytest
+from redis import Redis
+from redis.exceptions import ResponseError
+from rq.job import Job
+
+from jobs.input import _literal, record_input
+from jobs.keys import SessionKey
+from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, enqueue_turn, queue
+from jobs.session.dedupe import DEDUPE_TTL_S, delivery_keys
+from jobs.session.state import PARKED_STATES, latest_session, set_state
+from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
+
+KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
+
+
+def record(redis: Redis, ts: str = "1700000000.000100", event_id: str = "Ev1", **options: object) -> str:
+    said = UserInput(text=f"said at {ts}", user="U1", ts=ts, event_id=event_id)
+    keys = delivery_keys(KEY.team, event_id, KEY.channel, ts)
+    return record_input(
+        redis, KEY, said, turn_timeout_s=60, parked=PARKED_STATES, dedupe_keys=keys,
+        dedupe_ttl_s=DEDUPE_TTL_S, **options,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def wire_inputs(redis: Redis) -> list[str]:
+    records = SessionStore(redis, KEY).read_wire()
+    return [r["message"]["origin"]["ts"] for r in records if r["type"] == "context.append_message"]
+
+
+def queued_jobs(redis: Redis) -> list[Job]:
+    return [
+        Job.fetch(job_id, connection=redis, serializer=SERIALIZER)
+        for job_id in queue(redis, TURNS_QUEUE).job_ids
+    ]
+
+
+def test_a_new_mention_is_recorded_and_its_turn_queued_as_rq_would(redis: Redis) -> None:
+    assert record(redis) == "wire"
+
+    assert wire_inputs(redis) == ["1700000000.000100"]
+    [job] = queued_jobs(redis)
+    assert (job.func_name, list(job.args), job.origin) == (TURN_JOB, [str(KEY)], TURNS_QUEUE)
+    assert job.get_status() == "queued"
+    assert job.id == f"turn-{redis.get(KEY.redis_key('queued')).decode()}"
+    assert queue(redis, TURNS_QUEUE) in queue(redis, TURNS_QUEUE).all(connection=redis)
+    meta = SessionStore(redis, KEY).meta()
+    assert (meta["state"], meta["owner"]) == ("queued", "U1")
+    assert latest_session(redis, KEY.team, KEY.channel, "U1") == KEY
+
+
+def test_the_job_hash_has_what_rqs_own_enqueue_writes(redis: Redis) -> None:
+    record(redis)
+    [ours] = queued_jobs(redis)
+    enqueue_turn(redis, SessionKey(team="T1", channel="C1", thread_ts="2.2"), "rqsown", turn_timeout_s=60)
+    rqs = Job.fetch("turn-rqsown", connection=redis, serializer=SERIALIZER)
+
+    ours_fields, rqs_fields = redis.hgetall(ours.key), redis.hgetall(rqs.key)
+    assert set(ours_fields) == set(rqs_fields)
+    same = [b"timeout", b"result_ttl", b"failure_ttl", b"origin", b"status"]
+    assert [ours_fields[f] for f in same] == [rqs_fields[f] for f in same]
+    assert redis.ttl(ours.key) == redis.ttl(rqs.key) == -1
+
+
+def test_a_retry_and_the_message_twin_are_duplicates_and_change_nothing(redis: Redis) -> None:
+    record(redis)
+    jobs_before = queue(redis, TURNS_QUEUE).job_ids
+
+    assert record(redis) == "duplicate"  # Slack's retry: same event id
+    assert record(redis, event_id="EvTwin") == "duplicate"  # `message` twin: same channel and ts
+    assert wire_inputs(redis) == ["1700000000.000100"]
+    assert queue(redis, TURNS_QUEUE).job_ids == jobs_before
+
+
+def test_a_follow_up_needs_a_session_and_claims_nothing_without_one(redis: Redis) -> None:
+    assert record(redis, only_existing_session=True) == "no session"
+    assert not redis.keys("tl:dedupe:*") and not redis.exists(KEY.redis_key("meta"))
+
+    assert record(redis) == "wire"  # the same message as a mention is still new
+    assert record(redis, ts="1700000001.000100", event_id="Ev2", only_existing_session=True) == "wire"
+    assert wire_inputs(redis) == ["1700000000.000100", "1700000001.000100"]
+    assert len(queue(redis, TURNS_QUEUE).job_ids) == 1  # one turn for both
+
+
+def test_input_while_a_turn_runs_goes_to_the_inbox_without_a_job(redis: Redis) -> None:
+    redis.set(SessionStore(redis, KEY).lease_key, "worker-1")
+    assert record(redis) == "inbox"
+    assert [i.ts for i in SessionStore(redis, KEY).peek_inbox()] == ["1700000000.000100"]
+    assert queue(redis, TURNS_QUEUE).job_ids == [] and wire_inputs(redis) == []
+
+
+def test_a_queue_refusing_the_job_keeps_the_input_and_no_claim(redis: Redis) -> None:
+    set_state(SessionStore(redis, KEY), "cancelled")
+    redis.set("rq:queue:turns", "not a list")
+
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        record(redis)
+
+    assert wire_inputs(redis) == ["1700000000.000100"]
+    assert SessionStore(redis, KEY).meta()["state"] == "cancelled"
+    assert not redis.exists(KEY.redis_key("queued")) and not redis.keys("rq:job:*")
+    assert record(redis) == "duplicate"  # Slack's retry does not record it twice
+    assert wire_inputs(redis) == ["1700000000.000100"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "queued",
+        "604800",
+        "jobs.turn.runner.run_turn('T1:C1:1.2')",
+        'a"b\\c\n',
+        "é 1",
+        bytes(range(256)),
+        b"\x011",  # an escape followed by a digit
+    ],
+)
+def test_job_fields_written_into_the_script_read_back_byte_for_byte(redis: Redis, value: str | bytes) -> None:
+    expected = value.encode() if isinstance(value, str) else value
+    assert redis.eval(f"return {_literal(value)}", 0) == expected
