@@ -1,6 +1,6 @@
 """Resume fold: wire records → history (spec 2.9).
 
-`Folder` applies records one at a time, so the loop can keep one alive and feed it the
+`HistoryFold` applies records one at a time, so the loop can keep one alive and feed it the
 records it writes, and a turn start can continue from a compaction checkpoint instead of
 refolding the whole log. `fold(records)` is the one-shot form.
 """
@@ -64,7 +64,7 @@ class _OpenStep:
         return not self.tool_calls and all(is_vacuous_part(part) for part in self.content)
 
 
-class Folder:
+class HistoryFold:
     """Incremental fold state: history, the open step, pending calls and deferred messages."""
 
     def __init__(self, history: Iterable[Message] = ()) -> None:
@@ -77,7 +77,7 @@ class Folder:
     @classmethod
     def from_records(
         cls, records: Iterable[Mapping[str, Any] | BaseModel], history: Iterable[Message] = ()
-    ) -> Folder:
+    ) -> HistoryFold:
         folder = cls(history)
         for record in records:
             folder.apply(record)
@@ -253,4 +253,4 @@ def _call_arguments(event: ToolCallEvent) -> str | None:
 
 def fold(records: Iterable[Mapping[str, Any] | BaseModel], history: Iterable[Message] = ()) -> list[Message]:
     """Fold wire records (optionally on top of a checkpoint history) into a history."""
-    return Folder.from_records(records, history).history
+    return HistoryFold.from_records(records, history).history

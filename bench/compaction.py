@@ -6,7 +6,7 @@
    source; median of 30 runs. "cold" builds fresh message objects before each run, so no
    estimate is memoised; "warm" reuses one history whose estimates are already cached. The
    reference TypeScript takes about 9–16 ms cold.
-2. Starting a turn (`jobs.session.history.load_folder`) on sessions of 1,000, 10,000 and 50,000 wire
+2. Starting a turn (`jobs.session.history.load_fold`) on sessions of 1,000, 10,000 and 50,000 wire
    entries, with and without a compaction checkpoint (which leaves a 200-entry tail to fold).
 """
 
@@ -27,7 +27,7 @@ from agent.tokens import estimate_message
 from agent.wire import AppendLoopEvent, AppendMessage, ApplyCompaction, ContentPartEvent, StepBegin, StepEnd
 from bench.history import make_history
 from jobs.keys import SessionKey
-from jobs.session.history import checkpoint_key, load_folder, save_checkpoint
+from jobs.session.history import checkpoint_key, load_fold, save_checkpoint
 from jobs.session.store import RECORD_FIELD, SessionStore, encode_record
 
 LOG_SIZES = (1_000, 10_000, 50_000)
@@ -91,14 +91,14 @@ def _load_ms(store: SessionStore, checkpoint: bytes | None) -> float:
     runs = []
     for _ in range(LOAD_RUNS):
         start = time.perf_counter()
-        load_folder(store)
+        load_fold(store)
         runs.append((time.perf_counter() - start) * 1000)
     return statistics.median(runs)
 
 
 def load_times(redis_url: str) -> None:
     redis = Redis.from_url(redis_url)
-    print(f"\nstarting a turn: load_folder, median of {LOAD_RUNS} runs")
+    print(f"\nstarting a turn: load_fold, median of {LOAD_RUNS} runs")
     print(f"(the checkpoint leaves a {TAIL_ENTRIES}-entry tail to fold)")
     print(f"{'wire entries':>14}{'whole log (ms)':>18}{'checkpoint + tail (ms)':>26}")
     for entries in LOG_SIZES:

@@ -26,7 +26,7 @@ from agent.wire import FullCompactionBegin, FullCompactionCancel, FullCompaction
 from jobs import runtime
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery, schedule_turn
-from jobs.session.history import load_folder, save_checkpoint
+from jobs.session.history import load_fold, save_checkpoint
 from jobs.session.lease import Lease
 from jobs.session.notices import CompactionNotice
 from jobs.session.store import SessionStore
@@ -56,7 +56,7 @@ def run_manual_compaction(session_key: str, by: str) -> str:
 
 
 async def compact(store: SessionStore, settings: Settings, model: ChatModel, by: str) -> str:
-    history = load_folder(store).history
+    history = load_fold(store).history
     overhead = _request_overhead()
     _notice(store, CompactionNotice(state="started", detail=f"asked by <@{by}>"))
     store.append(FullCompactionBegin(source="manual"))
@@ -67,14 +67,14 @@ async def compact(store: SessionStore, settings: Settings, model: ChatModel, by:
         result = await summarise(plan, model, project=project)
     except (CompactionUnavailableError, CompactionFailedError) as error:
         return _failed(store, str(error))
-    applied = apply_compaction(load_folder(store).history, plan.history, result)
+    applied = apply_compaction(load_fold(store).history, plan.history, result)
     if not isinstance(applied, AppliedCompaction):
         return _failed(store, applied.reason)
     n = applied.result.compacted_count
     record_id = store.append(
         applied.result.record(wire_start=plan.history[0].id, wire_end=plan.history[n - 1].id)
     )
-    save_checkpoint(store, load_folder(store).history, record_id)
+    save_checkpoint(store, load_fold(store).history, record_id)
     store.append(FullCompactionComplete())
     done = applied.result
     _notice(

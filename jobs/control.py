@@ -15,9 +15,9 @@ from rq.job import Job
 
 from agent.tools import texts
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
-from jobs.delegation.approvals import approval_route
+from jobs.delegation.child_approvals import approval_route
 from jobs.delegation.children import active_children, forget_child
-from jobs.delegation.progress import close_card
+from jobs.delegation.tree_cards import close_card
 from jobs.delegation.waits import StepWaits
 from jobs.input import record_input
 from jobs.keys import SessionKey
@@ -30,7 +30,7 @@ from jobs.queues import (
     schedule_turn,
 )
 from jobs.session.approvals import ApprovalStore, Decision
-from jobs.session.history import load_folder
+from jobs.session.history import load_fold
 from jobs.session.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.session.state import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
 from jobs.session.store import SessionStore, now_ms
@@ -132,7 +132,7 @@ def _cancel_parked(store: SessionStore, by: str) -> ControlResult:
 
 def _cancel_waiting(store: SessionStore, by: str) -> ControlResult:
     """A turn parked on its sub-agents: they were stopped above; its waiting calls are closed."""
-    StepWaits(store).settle_cancelled(load_folder(store).pending_calls(), reason="cancelled")
+    StepWaits(store).settle_cancelled(load_fold(store).pending_calls(), reason="cancelled")
     close_card(store, "cancelled")
     _record_cancelled(store, by, target="active")
     return ControlResult(ok=True, message="Stopped the turn and its sub-agents.")

@@ -23,7 +23,7 @@ from jobs.control import cancel_requested_by
 from jobs.delegation.endings import child_lost
 from jobs.keys import PREFIX, SessionKey
 from jobs.queues import SERIALIZER, schedule_delivery
-from jobs.session.history import load_folder
+from jobs.session.history import load_fold
 from jobs.session.lease import RUNNING_SET
 from jobs.session.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
 from jobs.session.state import set_state, state_of
@@ -63,7 +63,7 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
 def mark_interrupted(store: SessionStore) -> None:
     meta = store.meta()
     turn_id = meta.get("turn_id", "unknown")
-    folder = load_folder(store)
+    folder = load_fold(store)
     for call in folder.pending_calls():
         _notice_once(store, f"unknown:{call.id}", UnknownResultNotice(
             turn_id=turn_id, tool_call_id=call.id, tool_name=call.name,

@@ -104,11 +104,6 @@ class CompactionFinished:
 
 
 @dataclass(frozen=True)
-class CallsParked:
-    calls: list[ParkedCall]
-
-
-@dataclass(frozen=True)
 class CallsDeferred:
     """These calls wait for sub-agents; the turn parks until their results arrive."""
 
@@ -116,13 +111,7 @@ class CallsDeferred:
 
 
 TurnEvent = (
-    StepStarted
-    | ToolCallsStarted
-    | ToolFinished
-    | CompactionStarted
-    | CompactionFinished
-    | CallsParked
-    | CallsDeferred
+    StepStarted | ToolCallsStarted | ToolFinished | CompactionStarted | CompactionFinished | CallsDeferred
 )
 
 

@@ -1,6 +1,6 @@
 """The agent loop (spec 5.3): steps of input → compaction check → projection → model → tools.
 
-One `Loop` runs one turn over a `Folder` holding the session's history. Every event goes to
+One `Loop` runs one turn over a `HistoryFold` holding the session's history. Every event goes to
 the wire log through the sink as it happens, and the folder applies exactly what was written,
 so the in-memory history is always what a reload from Redis would give. The calls of a step
 are recorded before any of them runs (intent before effect); each result is recorded as it
@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.compaction import CompactionConfig
-from agent.fold import Folder
+from agent.fold import HistoryFold
 from agent.loop.call_ids import normalize_call_ids, seen_call_ids
 from agent.loop.context_keeper import ContextKeeper, ContextTooLargeError
 from agent.loop.parking import ApprovalCheck, approver_for
@@ -100,7 +100,7 @@ class Loop:
         model: ChatModel,
         executor_factory: ExecutorFactory,
         sink: TurnSink,
-        folder: Folder,
+        folder: HistoryFold,
         system_prompt: str,
         tool_declarations: list[dict[str, Any]],
         needs_approval: ApprovalCheck | None = None,

@@ -8,7 +8,7 @@ alone. An empty list means it touches nothing and never waits.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,7 +44,6 @@ class AllAccess:
 
 
 Access = FileAccess | AllAccess
-Accesses = Sequence[Access]
 ALL: tuple[Access, ...] = (AllAccess(),)
 NONE: tuple[Access, ...] = ()
 

@@ -14,7 +14,7 @@ from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
 from gateway.delivery.timers import deliver_later
 from gateway.render.notices import SlackMessage
-from gateway.render.progress import card_blocks, card_text
+from gateway.render.progress_card import card_blocks, card_text
 from jobs.session.notices import ProgressNotice
 from jobs.session.store import SessionStore
 

@@ -27,7 +27,7 @@ NOT_ALLOWED = "You can't start the agent here: this channel or your account is n
 
 
 @dataclass(frozen=True)
-class Said:
+class SlackInput:
     """One message that may become input. `addressed`: an @mention or a DM, spoken to the agent."""
 
     team: str
@@ -44,7 +44,7 @@ class Said:
         return SessionKey(team=self.team, channel=self.channel, thread_ts=self.thread_ts or self.ts)
 
 
-def take(deps: Deps, said: Said) -> str:
+def take(deps: Deps, said: SlackInput) -> str:
     """Record what was said; returns what happened, for the log line."""
     if _is_input(deps, said):
         return _record(deps, said)
@@ -61,13 +61,13 @@ def take(deps: Deps, said: Said) -> str:
         raise
 
 
-def _is_input(deps: Deps, said: Said) -> bool:
+def _is_input(deps: Deps, said: SlackInput) -> bool:
     """Words for the model, from someone allowed to give them (not a skill or a control word)."""
     plain = skill_request(said.text) is None and thread_word(said.text) is None
     return plain and deps.authz.may_start(said.channel, said.user)
 
 
-def _record(deps: Deps, said: Said) -> str:
+def _record(deps: Deps, said: SlackInput) -> str:
     """The mention's hot path: dedupe, input, turn and job in one round trip (jobs.input)."""
     user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
     recorded = record_input(
@@ -83,7 +83,7 @@ def _record(deps: Deps, said: Said) -> str:
     return IGNORED if recorded == "no session" else recorded
 
 
-def _act(deps: Deps, said: Said, key: SessionKey) -> str:
+def _act(deps: Deps, said: SlackInput, key: SessionKey) -> str:
     request = skill_request(said.text)
     if request is not None:
         tell(deps, key, said.user, use_skill(deps, key, said.user, request, ts=said.ts))

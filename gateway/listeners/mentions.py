@@ -9,7 +9,7 @@ from slack_bolt import App, BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners.inbound import Said, take
+from gateway.listeners.inbound import SlackInput, take
 from gateway.listeners.messages import author
 from gateway.threads import strip_bot_mention
 
@@ -22,7 +22,7 @@ def register(app: App, deps: Deps) -> None:
         user = author(deps, event, context)
         if user is None:
             return
-        said = Said(
+        said = SlackInput(
             team=payload.optional_text(body, "team_id") or context.team_id or "",
             channel=payload.text(event, "channel"),
             user=user,

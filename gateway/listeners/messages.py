@@ -18,7 +18,7 @@ from slack_bolt import App, BoltContext
 from gateway import payload
 from gateway.deps import Deps
 from gateway.listeners import edits
-from gateway.listeners.inbound import Said, take
+from gateway.listeners.inbound import SlackInput, take
 from gateway.threads import strip_bot_mention
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def register(app: App, deps: Deps) -> None:
 
 def said_in(
     deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any], context: BoltContext
-) -> Said | None:
+) -> SlackInput | None:
     """The message as input, or None when it is not for the agent."""
     user = author(deps, event, context)
     if user is None:
@@ -59,7 +59,7 @@ def said_in(
         raise payload.InvalidPayload("event.text is not a string")
     if not is_dm and _addressed_to_someone_else(raw, context.bot_user_id):
         return None
-    return Said(
+    return SlackInput(
         team=payload.optional_text(body, "team_id") or context.team_id or "",
         channel=channel,
         user=user,

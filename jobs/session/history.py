@@ -11,7 +11,7 @@ import json
 
 from pydantic import TypeAdapter
 
-from agent.fold import Folder
+from agent.fold import HistoryFold
 from agent.messages import Message
 from jobs.session.store import SessionStore
 
@@ -27,10 +27,10 @@ def save_checkpoint(store: SessionStore, history: list[Message], through: str) -
     store.redis.set(checkpoint_key(store), json.dumps({"through": through, "history": messages}))
 
 
-def load_folder(store: SessionStore) -> Folder:
+def load_fold(store: SessionStore) -> HistoryFold:
     raw = store.redis.get(checkpoint_key(store))
     if raw is None:
-        return Folder.from_records(store.read_wire())
+        return HistoryFold.from_records(store.read_wire())
     checkpoint = json.loads(raw)
     history = _MESSAGES.validate_python(checkpoint["history"])
-    return Folder.from_records(store.read_wire(after=checkpoint["through"]), history)
+    return HistoryFold.from_records(store.read_wire(after=checkpoint["through"]), history)

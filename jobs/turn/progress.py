@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from agent.loop.ports import (
-    CallsParked,
     CompactionFinished,
     CompactionStarted,
     StepStarted,
@@ -39,8 +38,6 @@ class ProgressReporter:
             self._add_tools(event)
         elif isinstance(event, ToolFinished):
             self._finish_tool(event)
-        elif isinstance(event, CallsParked):
-            self._update(state="awaiting_approval")
         elif isinstance(event, CompactionStarted):
             self._notice(
                 CompactionNotice(

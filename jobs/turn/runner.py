@@ -14,7 +14,7 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from agent.delegation import SUBAGENT_RESULT
-from agent.fold import Folder
+from agent.fold import HistoryFold
 from agent.loop.parking import approval_check
 from agent.loop.ports import PARKED_REASONS, ParkedStep, TurnOutcome
 from agent.loop.turn_loop import Loop, LoopConfig
@@ -27,15 +27,15 @@ from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
 from jobs import runtime
 from jobs.control import cancel, cancel_flag_key, cancel_requested_by
-from jobs.delegation.approvals import forward_approvals
+from jobs.delegation.child_approvals import forward_approvals
 from jobs.delegation.children import active_children, child_info, forget_child
 from jobs.delegation.endings import child_turn_ended
-from jobs.delegation.progress import CardReporter, stored_card
+from jobs.delegation.tree_cards import CardReporter, stored_card
 from jobs.delegation.waits import ParkedWait, StepWaits
 from jobs.keys import SessionKey
 from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.session.approvals import ApprovalStore
-from jobs.session.history import load_folder
+from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
 from jobs.session.state import State, set_state
@@ -86,7 +86,9 @@ def run_turn(session_key: str) -> str:
     timeout = runtime.settings().TURN_TIMEOUT_SECONDS
     with lease:
         try:
-            outcome = TurnJob(store, runtime.settings(), runtime.build_model(runtime.settings()), lease).run()
+            outcome = TurnRunner(
+                store, runtime.settings(), runtime.build_model(runtime.settings()), lease
+            ).run()
         except LeaseLost:
             log.error("turn of %s stopped: its lease was lost to another worker", key)
             return "lease lost"
@@ -99,7 +101,7 @@ def run_turn(session_key: str) -> str:
     return outcome
 
 
-class TurnJob:
+class TurnRunner:
     def __init__(
         self, store: SessionStore, settings: Settings, model: ChatModel, lease: Lease | None = None
     ) -> None:
@@ -112,7 +114,7 @@ class TurnJob:
         self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
 
     def run(self) -> str:
-        folder = load_folder(self.store)
+        folder = load_fold(self.store)
         waiting = self._wait_of(folder)
         if waiting is not None and waiting.results is None:
             return self._still_waiting()
@@ -143,13 +145,13 @@ class TurnJob:
 
     # -- before ---------------------------------------------------------------------------
 
-    def _has_work(self, folder: Folder) -> bool:
+    def _has_work(self, folder: HistoryFold) -> bool:
         history = folder.history
         waiting = bool(self.store.redis.llen(self.store.inbox_key))
         resumed = "resume_requested" in self.store.meta()
         return waiting or resumed or bool(history and _asks_for_a_turn(history[-1]))
 
-    def _wait_of(self, folder: Folder) -> ParkedWait | None:
+    def _wait_of(self, folder: HistoryFold) -> ParkedWait | None:
         """The open step's wait for sub-agents, if it is parked on them."""
         waiting = StepWaits(self.store).parked()
         if waiting is None or waiting.step_uuid != folder.open_step_uuid:
@@ -162,7 +164,7 @@ class TurnJob:
         set_state(self.store, "awaiting_agents")
         return "awaiting_agents"
 
-    def _parked_step(self, folder: Folder, waiting: ParkedWait | None) -> ParkedStep | None:
+    def _parked_step(self, folder: HistoryFold, waiting: ParkedWait | None) -> ParkedStep | None:
         decisions = self._decisions(folder)
         if decisions is None and waiting is None:
             return None
@@ -170,7 +172,7 @@ class TurnJob:
         results = waiting.results if waiting is not None and waiting.results else {}
         return ParkedStep(step, decisions or {}, results)
 
-    def _decisions(self, folder: Folder) -> dict[str, ApprovalDecision] | None:
+    def _decisions(self, folder: HistoryFold) -> dict[str, ApprovalDecision] | None:
         step = self.store.meta().get("parked_step")
         approvals = ApprovalStore(self.store)
         if not step or folder.open_step_uuid != step or approvals.pending():
@@ -188,7 +190,7 @@ class TurnJob:
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
 
-    def _loop(self, folder: Folder, workspace: Path, reporter: CardReporter) -> Loop:
+    def _loop(self, folder: HistoryFold, workspace: Path, reporter: CardReporter) -> Loop:
         tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
         registry = tools.registry
         # A sub-agent asks for approval under its parent's rules: the same policy, never less.

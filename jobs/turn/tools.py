@@ -22,7 +22,6 @@ from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_ro
 from agent.tools.base import Tool
 from agent.tools.builtin import builtin_tools
 from agent.tools.overlay import ToolOverlay
-from agent.tools.policy import DisabledTools, NoGuard, ToolGuard
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.tools.write_lock import LockedTool
 from jobs.delegation.children import ChildInfo
@@ -45,8 +44,6 @@ class TurnTools:
     registry: ToolRegistry
     declarations: list[dict[str, Any]]
     system_prompt: str
-    guard: ToolGuard
-    catalog: SkillCatalog
 
 
 def load_catalog(settings: Settings, workspace: Path) -> SkillCatalog:
@@ -91,11 +88,8 @@ def turn_tools(
     )
     prompt = system_prompt(registry.names)
     skills = listing_text(catalog.for_model())
-    guard: ToolGuard = DisabledTools(profile.disabled_tools) if profile.disabled_tools else NoGuard()
     return TurnTools(
         registry=registry,
         declarations=openai_tool_declarations(registry),
         system_prompt=f"{prompt}\n\n{skills}" if skills else prompt,
-        guard=guard,
-        catalog=catalog,
     )

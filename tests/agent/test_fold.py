@@ -1,7 +1,7 @@
 import pytest
 
 from agent import fold
-from agent.fold import INTERRUPTED_TOOL_RESULT, Folder
+from agent.fold import INTERRUPTED_TOOL_RESULT, HistoryFold
 from tests.vectors import ids, messages, vectors_for
 
 FOLD_VECTORS = vectors_for("fold")
@@ -37,7 +37,7 @@ def _user(text):
 
 
 def test_unknown_and_malformed_records_are_skipped_and_counted():
-    folder = Folder()
+    folder = HistoryFold()
     for record in [{"type": "plan_mode.enter"}, {"type": "context.append_message"}, _user("hi")]:
         folder.apply(record)
     assert [m.text() for m in folder.history] == ["hi"]
@@ -45,7 +45,7 @@ def test_unknown_and_malformed_records_are_skipped_and_counted():
 
 
 def test_settle_closes_pending_calls_then_flushes_deferred_input():
-    folder = Folder()
+    folder = HistoryFold()
     for record in [_user("go"), _begin("s1"), _call("s1", "c1"), _user("steer")]:
         folder.apply(record)
     folder.settle()

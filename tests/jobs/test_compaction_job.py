@@ -20,7 +20,7 @@ from agent.wire import (
 from jobs.compaction_job import compact
 from jobs.control import request_compaction
 from jobs.keys import SessionKey
-from jobs.session.history import checkpoint_key, load_folder
+from jobs.session.history import checkpoint_key, load_fold
 from jobs.session.lease import Lease
 from jobs.session.state import set_state
 from jobs.session.store import SessionStore
@@ -72,7 +72,7 @@ def test_manual_compaction_records_the_range_and_keeps_a_checkpoint(redis, fake_
     assert applied["compacted_count"] + applied["kept_count"] == len(before)
     assert "what happened so far" in applied["context_summary"]
     assert redis.exists(checkpoint_key(store))
-    assert load_folder(store).history == fold(records)  # checkpoint + tail == the whole log
+    assert load_fold(store).history == fold(records)  # checkpoint + tail == the whole log
     assert [r["type"] for r in records][-1] == "full_compaction.complete"
     kinds = [(n.kind, getattr(n, "state", None)) for _, n in store.notices()]
     assert kinds == [("compaction", "started"), ("compaction", "done")]

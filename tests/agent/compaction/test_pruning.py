@@ -1,6 +1,6 @@
 from agent.compaction.pruning import PRUNED_MARKER, plan_tool_result_prune, pruned_pointer
 from agent.compaction.rules import CompactionConfig
-from agent.fold import Folder
+from agent.fold import HistoryFold
 from agent.messages import (
     ImageURLPart,
     MediaURL,
@@ -82,7 +82,7 @@ def test_fewer_than_two_user_turns_protects_everything():
 def test_already_pruned_outputs_are_skipped():
     history = history_of(4)
     first = plan_tool_result_prune(history, window_for(total(history) - 500), RATIO_ONLY)
-    folder = Folder(history)
+    folder = HistoryFold(history)
     folder.apply(first.record())
     pruned = folder.history
     second = plan_tool_result_prune(pruned, window_for(total(pruned) - 500), RATIO_ONLY)
@@ -92,7 +92,7 @@ def test_already_pruned_outputs_are_skipped():
 def test_applying_the_record_changes_only_contents_and_keeps_pairing():
     history = history_of(5)
     plan = plan_tool_result_prune(history, window_for(total(history) - 1500), RATIO_ONLY)
-    folder = Folder(history)
+    folder = HistoryFold(history)
     folder.apply(plan.record())
     after = folder.history
     shape = [(m.role, m.tool_call_id, [c.id for c in m.tool_calls], m.id) for m in after]

@@ -16,7 +16,7 @@ from agent.compaction.service import (
     summarise,
 )
 from agent.compaction.shape import COMPACTION_SUMMARY_PREFIX
-from agent.fold import Folder
+from agent.fold import HistoryFold
 from agent.messages import Message, Origin, TextPart, ToolCall, assistant_message, tool_message, user_message
 from agent.model.base import ModelRequest, ModelResponse, Usage
 from agent.model.errors import (
@@ -375,7 +375,7 @@ def test_apply_matches_what_fold_rebuilds_from_the_record():
     history = chat(4)
     plan, result = summarised(history)
     applied = apply_compaction(history, plan.history, result)
-    folder = Folder(history)
+    folder = HistoryFold(history)
     folder.apply(applied.result.record())
     assert folder.history == applied.history
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.fold import Folder, fold
+from agent.fold import HistoryFold, fold
 from agent.loop.parking import approval_check
 from agent.loop.ports import ParkedCall, ParkedStep, TurnEvent, TurnOutcome
 from agent.loop.turn_loop import Loop, LoopConfig
@@ -102,7 +102,7 @@ def run_turn(
         model=model or OpenAICompatibleModel(base_url, "fake-model"),
         executor_factory=executor,
         sink=sink,
-        folder=Folder.from_records(sink.records),
+        folder=HistoryFold.from_records(sink.records),
         system_prompt="test system prompt",
         tool_declarations=openai_tool_declarations(registry),
         needs_approval=approval_check(registry, workspace, policy),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.fold import Folder
+from agent.fold import HistoryFold
 from agent.loop.ports import ParkedStep, TurnOutcome
 from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import ToolCall
@@ -54,7 +54,7 @@ def run(
         model=OpenAICompatibleModel(base_url, "fake-model"),
         executor_factory=lambda approver: ToolExecutor(registry, workspace=workspace, approver=approver),
         sink=sink,
-        folder=Folder.from_records(sink.records),
+        folder=HistoryFold.from_records(sink.records),
         system_prompt="test",
         tool_declarations=openai_tool_declarations(registry),
         config=LoopConfig(),
@@ -81,7 +81,7 @@ def test_a_deferred_call_parks_the_step_and_the_continuation_records_its_result(
     assert waits.asked == [("t1-s1", ["a1"])]
     assert len(fake_llm.requests) == 1
     assert "turn.ended" not in sink.types()  # a parked turn has not ended
-    folder = Folder.from_records(sink.records)
+    folder = HistoryFold.from_records(sink.records)
     assert [call.id for call in folder.pending_calls()] == ["a1"]  # the local call already ran
 
     answer = ToolResult("the sub-agent's answer")

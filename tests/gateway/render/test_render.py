@@ -8,7 +8,7 @@ import pytest
 
 from gateway.render import notices as render
 from gateway.render.buttons import ButtonValue
-from gateway.render.progress import card_blocks, card_text
+from gateway.render.progress_card import card_blocks, card_text
 from gateway.render.text import MAX_BLOCKS, SECTION_LIMIT, code_sections, inline_code
 from jobs.keys import SessionKey
 from jobs.session.notices import (

@@ -6,7 +6,7 @@ import pytest
 
 from agent.delegation.launcher import ChildSpec
 from jobs.control import decide_approval
-from jobs.delegation.approvals import forward_approvals
+from jobs.delegation.child_approvals import forward_approvals
 from jobs.delegation.children import ChildInfo, agent_id_for, create_child
 from jobs.keys import SessionKey
 from jobs.queues import SLACK_QUEUE, queue, schedule_delivery
