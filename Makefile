@@ -16,7 +16,7 @@ test:
 	./.ci/run
 
 lint: .venv/bin/threadline
-	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy
 
 .venv/bin/threadline: pyproject.toml
 	[ -x .venv/bin/python ] || python3 -m venv .venv
