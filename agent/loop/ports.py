@@ -128,6 +128,28 @@ TurnEndReason = Literal[
     "completed", "cancelled", "failed", "awaiting_approval", "awaiting_agents", "timed_out"
 ]
 PARKED_REASONS = frozenset({"awaiting_approval", "awaiting_agents"})
+WireEndReason = Literal["completed", "cancelled", "failed"]
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a turn outcome is recorded: its `turn.ended` record (none while parked), the session's
+    state after it, and the state its progress card closes in (none: the card stays open)."""
+
+    wire: WireEndReason | None
+    state: str
+    card: str | None
+
+
+# The one outcome → state table (docs/architecture.md, "Session states").
+ENDINGS: dict[TurnEndReason, Ending] = {
+    "completed": Ending(wire="completed", state="idle", card="done"),
+    "cancelled": Ending(wire="cancelled", state="cancelled", card="cancelled"),
+    "failed": Ending(wire="failed", state="failed", card="failed"),
+    "timed_out": Ending(wire="failed", state="failed", card="timed_out"),
+    "awaiting_approval": Ending(wire=None, state="awaiting_approval", card="awaiting_approval"),
+    "awaiting_agents": Ending(wire=None, state="awaiting_agents", card=None),
+}
 
 
 @dataclass

@@ -25,6 +25,7 @@ from agent.loop.call_ids import normalize_call_ids, seen_call_ids
 from agent.loop.context_keeper import ContextKeeper, ContextTooLargeError
 from agent.loop.parking import ApprovalCheck, approver_for
 from agent.loop.ports import (
+    ENDINGS,
     PARKED_REASONS,
     CallsDeferred,
     DeferredResults,
@@ -356,8 +357,9 @@ class Loop:
         return bool(arrived)
 
     def _end(self, turn_id: str, outcome: TurnOutcome) -> None:
-        reason = {"timed_out": "failed"}.get(outcome.reason, outcome.reason)
-        record = TurnEnded(turn_id=turn_id, reason=reason, error=outcome.error)  # type: ignore[arg-type]
+        reason = ENDINGS[outcome.reason].wire
+        assert reason is not None, "a parked turn has not ended"
+        record = TurnEnded(turn_id=turn_id, reason=reason, error=outcome.error)
         self.sink.record(record, f"{turn_id}:ended")
 
     # -- cancel and deadline ------------------------------------------------------------

@@ -16,7 +16,7 @@ from rq.timeouts import JobTimeoutException
 from agent.delegation import SUBAGENT_RESULT
 from agent.fold import HistoryFold
 from agent.loop.parking import approval_check
-from agent.loop.ports import PARKED_REASONS, ParkedStep, TurnOutcome
+from agent.loop.ports import ENDINGS, PARKED_REASONS, ParkedStep, TurnOutcome
 from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import Message, is_real_user_input
 from agent.model.base import ChatModel
@@ -38,7 +38,7 @@ from jobs.session.approvals import ApprovalStore
 from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
-from jobs.session.state import State, set_state
+from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.sink import RedisTurnSink
@@ -49,15 +49,6 @@ log = logging.getLogger(__name__)
 
 APOLOGY = "Sorry, I could not finish this turn: {reason}"
 TIMED_OUT = "This turn hit its time limit ({minutes} min) and was stopped. `!resume` continues it."
-END_STATES: dict[str, State] = {
-    "completed": "idle",
-    "cancelled": "cancelled",
-    "failed": "failed",
-    "timed_out": "failed",
-    "awaiting_approval": "awaiting_approval",
-    "awaiting_agents": "awaiting_agents",
-}
-CARD_STATES = {"completed": "done", "cancelled": "cancelled", "failed": "failed", "timed_out": "timed_out"}
 
 
 @dataclass(frozen=True)
@@ -236,14 +227,14 @@ class TurnRunner:
         if outcome.reason in PARKED_REASONS:
             return self._parked(outcome, reporter)
         if reporter is not None:
-            reporter.finish(CARD_STATES[outcome.reason])  # type: ignore[arg-type]
+            reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]
         by = cancel_requested_by(self.store.redis, self.store.key)
         self.store.redis.delete(cancel_flag_key(self.store.key))
         self.store.redis.hdel(self.store.meta_key, "parked_step")
         ApprovalStore(self.store).clear()
         for notice in self._closing_notices(outcome, by):
             self.store.post_notice(notice)
-        set_state(self.store, END_STATES[outcome.reason], last_turn_reason=outcome.reason)
+        set_state(self.store, ENDINGS[outcome.reason].state, last_turn_reason=outcome.reason)  # type: ignore[arg-type]
         schedule_delivery(self.store.redis, self.store.key)
         self._end_delegation(outcome, by)
         log.info(
@@ -252,7 +243,7 @@ class TurnRunner:
         return outcome.reason
 
     def _parked(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
-        set_state(self.store, END_STATES[outcome.reason])
+        set_state(self.store, ENDINGS[outcome.reason].state)  # type: ignore[arg-type]
         if outcome.reason == "awaiting_approval":
             if reporter is not None:
                 reporter.finish("awaiting_approval")
