@@ -38,6 +38,12 @@ from agent.compaction.shape import (
     unsafe_reason,
 )
 from agent.compaction.shrink import drop_oldest_message, shrink_history_after_overflow
+from agent.compaction.transaction import (
+    CompactionOutcome,
+    CompactionPort,
+    CompactionStage,
+    run_compaction,
+)
 
 __all__ = [
     "COMPACTION_INSTRUCTION",
@@ -47,9 +53,12 @@ __all__ = [
     "AppliedCompaction",
     "CompactionConfig",
     "CompactionFailedError",
+    "CompactionOutcome",
     "CompactionPlan",
+    "CompactionPort",
     "CompactionResult",
     "CompactionSource",
+    "CompactionStage",
     "CompactionUnavailableError",
     "Estimator",
     "PrunePlan",
@@ -69,6 +78,7 @@ __all__ = [
     "prepare_compaction",
     "pruned_pointer",
     "reduce_compact_on_overflow",
+    "run_compaction",
     "should_block",
     "should_compact",
     "shrink_history_after_overflow",

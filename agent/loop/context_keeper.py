@@ -1,38 +1,39 @@
-"""Keeps a running turn's context under the model's window (spec 3.1, 3.5, 3.6).
+"""Keeps a running turn's context under the model's window (docs/context-core.md, "Compaction").
 
 Before each step: when the context passes the trigger, old tool outputs are pruned first and
 a summary is asked for only when pruning is not enough. When the provider still says the
 request overflowed, the window it showed is remembered and the context is compacted again,
 at most `max_overflow_compaction_attempts` times in a row.
+
+The keeper sees the turn only through `ContextHost`, so it does not depend on the loop that
+drives it.
 """
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from agent.compaction import (
-    AppliedCompaction,
-    CompactionFailedError,
-    CompactionUnavailableError,
-    apply_compaction,
+    CompactionConfig,
+    CompactionOutcome,
+    CompactionStage,
     effective_window,
     observed_window,
     plan_tool_result_prune,
-    prepare_compaction,
+    run_compaction,
     should_block,
     should_compact,
-    summarise,
 )
-from agent.loop.ports import CompactionFinished, CompactionStarted
+from agent.loop.ports import CompactionFinished, CompactionStarted, TurnEvent
 from agent.messages import Message
-from agent.model.base import ModelRequest
-from agent.projection.projector import project
-from agent.tokens import estimate_message, estimate_text
-from agent.wire import FullCompactionBegin, FullCompactionCancel, FullCompactionComplete
+from agent.model.base import ChatModel, ModelRequest
+from agent.tokens import estimate_message
 
-if TYPE_CHECKING:
-    from agent.loop.turn_loop import Loop, LoopConfig
+T = TypeVar("T")
 
 OVERFLOW_GIVE_UP_TEXT = "Compaction failed to bring the context under the model window after {n} attempts."
 NO_LONGER_FITS_TEXT = (
@@ -44,14 +45,46 @@ class ContextTooLargeError(Exception):
     """The context cannot be brought under the window; the turn stops with this message."""
 
 
+class ContextHost(Protocol):
+    """The turn, as the keeper needs it."""
+
+    @property
+    def history(self) -> list[Message]:
+        """The turn's folded history, with every record written so far applied."""
+        ...
+
+    def write(self, record: BaseModel, once_key: str) -> str:
+        """Record durably (once per key) and fold it in; returns the wire entry id."""
+        ...
+
+    def report(self, event: TurnEvent) -> None: ...
+
+    def note_checkpoint(self, through: str) -> None:
+        """A summary was applied by wire entry `through`."""
+        ...
+
+    async def cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
+        """Await `work`; when the turn is cancelled meanwhile, stop it and end the turn."""
+        ...
+
+
 class ContextKeeper:
-    def __init__(self, loop: Loop, config: LoopConfig) -> None:
-        self.loop = loop
-        self.config = config.compaction
-        self.configured_window = config.context_window
+    def __init__(
+        self,
+        host: ContextHost,
+        model: ChatModel,
+        *,
+        context_window: int,
+        config: CompactionConfig,
+        request_overhead: int,
+    ) -> None:
+        self.host = host
+        self.model = model
+        self.config = config
+        self.configured_window = context_window
         self.observed: int | None = None
         self.after_last = 0  # no auto compaction again until the context grows past this
-        self.overhead = estimate_text(loop.system_prompt) + estimate_text(json.dumps(loop.tool_declarations))
+        self.overhead = request_overhead
 
     @property
     def window(self) -> int:
@@ -61,7 +94,7 @@ class ContextKeeper:
         return self.overhead + sum(estimate_message(message) for message in history)
 
     async def check(self, turn_id: str, step: int) -> None:
-        used = self.used(self.loop.folder.history)
+        used = self.used(self.host.history)
         if should_compact(used, self.window, self.config) and used > self.after_last:
             await self.compact(turn_id, step, used)
 
@@ -74,55 +107,57 @@ class ContextKeeper:
             )
         size = self.overhead + sum(estimate_message(message) for message in request.messages)
         self.observed = min(self.window, observed_window(size))
-        await self.compact(turn_id, step, self.used(self.loop.folder.history), attempt=attempt)
+        await self.compact(turn_id, step, self.used(self.host.history), attempt=attempt)
 
     async def compact(self, turn_id: str, step: int, used: int, *, attempt: int = 0) -> None:
+        # Record keys as running sessions have them on the wire: a retried job dedupes on them.
         key = f"{turn_id}-s{step}:compaction:{attempt}"
-        history = self.loop.folder.history
+        history = self.host.history
         pruned = plan_tool_result_prune(
             history, self.window, self.config, request_overhead_tokens=self.overhead
         )
         if pruned is not None:
-            self.loop.write(pruned.record(), f"{key}:prune")
+            self.host.write(pruned.record(), f"{key}:prune")
             self.after_last = pruned.tokens_after
-            self._report(CompactionFinished("pruned", 0, pruned.tokens_before, pruned.tokens_after))
+            self.host.report(CompactionFinished("pruned", 0, pruned.tokens_before, pruned.tokens_after))
             return
-        await self._summarise(key, history, used)
+        port = _TurnCompaction(self.host, key, turn_id, step)
+        outcome = await run_compaction(
+            "auto", history, self.window, self.config, self.overhead, self.model, port
+        )
+        if outcome.kind == "done":
+            self.after_last = outcome.tokens_after
+        elif outcome.kind == "failed" and should_block(used, self.window, self.config) and used > self.window:
+            raise ContextTooLargeError(NO_LONGER_FITS_TEXT.format(error=outcome.detail))
 
-    async def _summarise(self, key: str, history: list[Message], used: int) -> None:
-        self._report(CompactionStarted(used))
-        self.loop.write(FullCompactionBegin(source="auto"), f"{key}:begin")
-        try:
-            plan = prepare_compaction(
-                history,
-                "auto",
-                self.window,
-                self.config,
-                request_overhead_tokens=self.overhead,
-                tokens_before=used,
+
+@dataclass(frozen=True)
+class _TurnCompaction:
+    """The compaction port of one automatic compaction inside a turn."""
+
+    host: ContextHost
+    key: str
+    turn_id: str
+    step: int
+
+    def write(self, record: BaseModel, stage: CompactionStage) -> str:
+        return self.host.write(record, f"{self.key}:{stage}")
+
+    def current_history(self) -> list[Message]:
+        return self.host.history
+
+    def save_checkpoint(self, through: str) -> None:
+        self.host.note_checkpoint(through)
+
+    async def cancellable(self, work: Awaitable[T]) -> T:
+        return await self.host.cancellable(work, self.turn_id, self.step)
+
+    def started(self, tokens_before: int) -> None:
+        self.host.report(CompactionStarted(tokens_before))
+
+    def finished(self, outcome: CompactionOutcome) -> None:
+        self.host.report(
+            CompactionFinished(
+                outcome.kind, outcome.compacted, outcome.tokens_before, outcome.tokens_after, outcome.detail
             )
-            result = await self.loop._cancellable(summarise(plan, self.loop.model, project=project), key, 0)
-        except (CompactionFailedError, CompactionUnavailableError) as error:
-            self._give_up(key, used, str(error))
-            return
-        applied = apply_compaction(self.loop.folder.history, plan.history, result)
-        if not isinstance(applied, AppliedCompaction):
-            self.loop.write(FullCompactionCancel(reason=applied.reason), f"{key}:cancel")
-            self._report(CompactionFinished("stale", detail=applied.reason))
-            return
-        n = applied.result.compacted_count
-        record = applied.result.record(wire_start=plan.history[0].id, wire_end=plan.history[n - 1].id)
-        record_id = self.loop.write(record, f"{key}:apply")
-        self.loop.sink.compacted(self.loop.folder.history, record_id)
-        self.loop.write(FullCompactionComplete(), f"{key}:complete")
-        self.after_last = applied.result.tokens_after
-        self._report(CompactionFinished("done", n, applied.result.tokens_before, applied.result.tokens_after))
-
-    def _give_up(self, key: str, used: int, error: str) -> None:
-        self.loop.write(FullCompactionCancel(reason=error[:500]), f"{key}:cancel")
-        self._report(CompactionFinished("failed", detail=error))
-        if should_block(used, self.window, self.config) and used > self.window:
-            raise ContextTooLargeError(NO_LONGER_FITS_TEXT.format(error=error))
-
-    def _report(self, event: CompactionStarted | CompactionFinished) -> None:
-        self.loop.reporter.report(event)
+        )

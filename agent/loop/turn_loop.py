@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -35,6 +35,7 @@ from agent.loop.ports import (
     StepStarted,
     ToolCallsStarted,
     ToolFinished,
+    TurnEvent,
     TurnOutcome,
     TurnReporter,
     TurnSink,
@@ -46,6 +47,7 @@ from agent.model.errors import ContextOverflowError, ModelError, StructureReject
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
 from agent.projection.report import ProjectionReporter
+from agent.tokens import estimate_request_overhead
 from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
@@ -66,6 +68,7 @@ from agent.wire import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CANCEL_POLL_S = 0.25  # a Stop click reaches running tools within this (plus the 2 s grace)
 MAX_STEPS_TEXT = (
@@ -123,7 +126,13 @@ class Loop:
         self.signal = CancelSignal()
         self.projector = IncrementalProjector()
         self.anomalies = ProjectionReporter()
-        self.keeper = ContextKeeper(self, config)
+        self.keeper = ContextKeeper(
+            _KeeperHost(self),
+            model,
+            context_window=config.context_window,
+            config=config.compaction,
+            request_overhead=estimate_request_overhead(system_prompt, tool_declarations),
+        )
         self.timed_out = False
         self._seen_ids = seen_call_ids(folder.history)
 
@@ -223,7 +232,7 @@ class Loop:
             messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None
         )
 
-    async def _cancellable(self, work: Any, turn_id: str, step: int) -> ModelResponse:
+    async def _cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
         task = asyncio.ensure_future(work)
         stop = asyncio.ensure_future(self.signal.wait())
         try:
@@ -395,3 +404,26 @@ class Loop:
             self.signal.cancel("aborted")
 
         return asyncio.get_running_loop().call_later(self.config.deadline_s, expire)
+
+
+class _KeeperHost:
+    """The loop as its context keeper sees it (the keeper's `ContextHost`)."""
+
+    def __init__(self, loop: Loop) -> None:
+        self._loop = loop
+
+    @property
+    def history(self) -> list[Message]:
+        return self._loop.folder.history
+
+    def write(self, record: BaseModel, once_key: str) -> str:
+        return self._loop.write(record, once_key)
+
+    def report(self, event: TurnEvent) -> None:
+        self._loop.reporter.report(event)
+
+    def note_checkpoint(self, through: str) -> None:
+        self._loop.sink.compacted(self._loop.folder.history, through)
+
+    async def cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
+        return await self._loop._cancellable(work, turn_id, step)
