@@ -1,6 +1,12 @@
 """Compaction: the seed boundary module. The rules, shapes, pruning and service live in their
 own modules; this one gathers the names the rest of the code uses."""
 
+from agent.compaction._transaction import (
+    CompactionOutcome,
+    CompactionPort,
+    CompactionStage,
+    run_compaction,
+)
 from agent.compaction.prompt import COMPACTION_INSTRUCTION, compaction_instruction, summary_request
 from agent.compaction.pruning import PrunePlan, plan_tool_result_prune, pruned_pointer
 from agent.compaction.rules import (
@@ -38,12 +44,6 @@ from agent.compaction.shape import (
     unsafe_reason,
 )
 from agent.compaction.shrink import drop_oldest_message, shrink_history_after_overflow
-from agent.compaction.transaction import (
-    CompactionOutcome,
-    CompactionPort,
-    CompactionStage,
-    run_compaction,
-)
 
 __all__ = [
     "COMPACTION_INSTRUCTION",

@@ -21,8 +21,9 @@ from pydantic import BaseModel
 
 from agent.compaction import CompactionConfig
 from agent.fold import HistoryFold
-from agent.loop.call_ids import normalize_call_ids, seen_call_ids
-from agent.loop.context_keeper import ContextKeeper, ContextTooLargeError
+from agent.loop._call_ids import normalize_call_ids, seen_call_ids
+from agent.loop._context_keeper import ContextKeeper, ContextTooLargeError
+from agent.loop._step_records import call_event, failed_outcome, model_failure_text
 from agent.loop.parking import ApprovalCheck, approver_for
 from agent.loop.ports import (
     ENDINGS,
@@ -40,7 +41,6 @@ from agent.loop.ports import (
     TurnReporter,
     TurnSink,
 )
-from agent.loop.step_records import call_event, failed_outcome, model_failure_text
 from agent.messages import Message, ToolCall
 from agent.model.base import ChatModel, ModelRequest, ModelResponse
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agent.skills.activation import activation_message
-from agent.skills.catalog import SkillCatalog
+from agent.skills._activation import activation_message
+from agent.skills._catalog import SkillCatalog
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolResult, error_result
 from agent.tools.builtin.common import Params

@@ -12,8 +12,8 @@ import asyncio
 from pydantic import Field, model_validator
 
 from agent.delegation import texts
-from agent.delegation.binding import MAX_AGENT_DEPTH, AgentBinding
-from agent.delegation.fork import fork_incompatibility, fork_prompt, fork_seed
+from agent.delegation._binding import MAX_AGENT_DEPTH, AgentBinding
+from agent.delegation._fork import fork_incompatibility, fork_prompt, fork_seed
 from agent.delegation.launcher import ChildSpec, SpawnRefused, SwarmRequest
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolResult, error_result

@@ -10,8 +10,8 @@ from typing import Literal
 from xml.sax.saxutils import quoteattr
 
 from agent.messages import Message, Origin, TextPart
-from agent.skills.expansion import expand_arguments
-from agent.skills.model import Skill
+from agent.skills._expansion import expand_arguments
+from agent.skills._model import Skill
 
 Trigger = Literal["model-tool", "nested-skill", "user-slash"]
 SKILL_ACTIVATION = "skill_activation"

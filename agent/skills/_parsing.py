@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agent.skills.frontmatter import FrontMatterError, parse_front_matter
-from agent.skills.model import Skill, SkillParseError, SkillSource, SkillType
+from agent.skills._frontmatter import FrontMatterError, parse_front_matter
+from agent.skills._model import Skill, SkillParseError, SkillSource, SkillType
 
 FENCE = "---"
 ALIASES: dict[str, str] = {
