@@ -130,8 +130,10 @@ def _flag(fields: dict[str, Any], key: str) -> bool:
 def _skill_type(value: Any) -> SkillType:
     if value in INLINE_TYPES:
         return "inline"
-    if value in ("flow", "reference"):
-        return value
+    if value == "flow":
+        return "flow"
+    if value == "reference":
+        return "reference"
     raise InvalidSkill(unsupported_type_text(str(value)))
 
 
