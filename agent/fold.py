@@ -202,7 +202,7 @@ class HistoryFold:
             return
         del self._pending[event.tool_call_id]
         output = event.result.output
-        content = [TextPart(text=output)] if isinstance(output, str) else list(output)
+        content: list[ContentPart] = [TextPart(text=output)] if isinstance(output, str) else list(output)
         self._history.append(
             Message(
                 role="tool",

@@ -106,7 +106,8 @@ class Message(_Frozen):
         # Reading a private attribute goes through BaseModel.__getattr__ (~7 µs); the private
         # dict itself is a plain attribute.
         private = self.__pydantic_private__
-        memo = private["_memo"]
+        assert private is not None  # pydantic sets it on every model with a private attribute
+        memo: dict[str, Any] | None = private["_memo"]
         if memo is None:
             memo = private["_memo"] = {}
         return memo
@@ -119,7 +120,7 @@ class Message(_Frozen):
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
-        if update:
+        if update and copy.__pydantic_private__ is not None:
             copy.__pydantic_private__["_memo"] = None
         return copy
 
@@ -136,7 +137,7 @@ def user_message(text: str, *, origin: Origin | None = USER_ORIGIN, id: str | No
 
 
 def assistant_message(text: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
-    content = [TextPart(text=text)] if text else []
+    content: list[ContentPart] = [TextPart(text=text)] if text else []
     return Message(role="assistant", content=content, tool_calls=tool_calls or [])
 
 

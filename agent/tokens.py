@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from typing import Any
 
 from agent.messages import MEDIA_PART_TYPES, Message, TextPart, ThinkPart
 
@@ -22,6 +23,11 @@ def estimate_text(text: str) -> int:
         return math.ceil(len(text) / 4)
     non_ascii = len(_NON_ASCII.findall(text))
     return math.ceil((len(text) - non_ascii) / 4) + non_ascii
+
+
+def estimate_request_overhead(system_prompt: str, tool_declarations: list[dict[str, Any]]) -> int:
+    """What every request costs besides its messages: the system prompt and the tool list."""
+    return estimate_text(system_prompt) + estimate_text(json.dumps(tool_declarations))
 
 
 def estimate_message(message: Message) -> int:

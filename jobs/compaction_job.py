@@ -8,21 +8,21 @@ Redis and cancels the apply when the history it summarised is no longer a prefix
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from agent.compaction import (
-    AppliedCompaction,
-    CompactionFailedError,
-    CompactionUnavailableError,
-    apply_compaction,
-    prepare_compaction,
-    summarise,
+    DEFAULT_COMPACTION_CONFIG,
+    CompactionOutcome,
+    CompactionStage,
+    run_compaction,
 )
+from agent.messages import Message
 from agent.model.base import ChatModel
-from agent.projection.projector import project
-from agent.tokens import estimate_text
-from agent.wire import FullCompactionBegin, FullCompactionCancel, FullCompactionComplete
+from agent.tokens import estimate_request_overhead
 from jobs import runtime
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery, schedule_turn
@@ -33,6 +33,7 @@ from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.runner import tool_setup
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 BUSY_TEXT = "a turn is running; compact after it ends"
@@ -56,46 +57,54 @@ def run_manual_compaction(session_key: str, by: str) -> str:
 
 
 async def compact(store: SessionStore, settings: Settings, model: ChatModel, by: str) -> str:
-    history = load_fold(store).history
-    overhead = _request_overhead()
-    _notice(store, CompactionNotice(state="started", detail=f"asked by <@{by}>"))
-    store.append(FullCompactionBegin(source="manual"))
-    try:
-        plan = prepare_compaction(
-            history, "manual", settings.LLM_CONTEXT_WINDOW, request_overhead_tokens=overhead
-        )
-        result = await summarise(plan, model, project=project)
-    except (CompactionUnavailableError, CompactionFailedError) as error:
-        return _failed(store, str(error))
-    applied = apply_compaction(load_fold(store).history, plan.history, result)
-    if not isinstance(applied, AppliedCompaction):
-        return _failed(store, applied.reason)
-    n = applied.result.compacted_count
-    record_id = store.append(
-        applied.result.record(wire_start=plan.history[0].id, wire_end=plan.history[n - 1].id)
-    )
-    save_checkpoint(store, load_fold(store).history, record_id)
-    store.append(FullCompactionComplete())
-    done = applied.result
-    _notice(
-        store,
-        CompactionNotice(
-            state="done", compacted=n, tokens_before=done.tokens_before, tokens_after=done.tokens_after
-        ),
-    )
-    return "compacted"
-
-
-def _failed(store: SessionStore, reason: str) -> str:
-    store.append(FullCompactionCancel(reason=reason[:500]))
-    _notice(store, CompactionNotice(state="failed", detail=FAILED_KEPT_TEXT.format(reason=reason)))
-    log.warning("manual compaction of %s failed: %s", store.key, reason)
-    return "failed"
-
-
-def _request_overhead() -> int:
     tools = tool_setup()
-    return estimate_text(tools.system_prompt) + estimate_text(json.dumps(tools.declarations))
+    outcome = await run_compaction(
+        "manual",
+        load_fold(store).history,
+        settings.LLM_CONTEXT_WINDOW,
+        DEFAULT_COMPACTION_CONFIG,
+        estimate_request_overhead(tools.system_prompt, tools.declarations),
+        model,
+        _SessionCompaction(store, by),
+    )
+    return "compacted" if outcome.kind == "done" else "failed"
+
+
+class _SessionCompaction:
+    """The compaction port of a manual compaction: the session's wire log and its thread."""
+
+    def __init__(self, store: SessionStore, by: str) -> None:
+        self.store = store
+        self.by = by
+
+    def write(self, record: BaseModel, stage: CompactionStage) -> str:
+        return self.store.append(record)  # the job holds the lease; it appends each record once
+
+    def current_history(self) -> list[Message]:
+        return load_fold(self.store).history
+
+    def save_checkpoint(self, through: str) -> None:
+        save_checkpoint(self.store, self.current_history(), through)
+
+    async def cancellable(self, work: Awaitable[T]) -> T:
+        return await work  # nothing cancels a manual compaction
+
+    def started(self, tokens_before: int) -> None:
+        _notice(self.store, CompactionNotice(state="started", detail=f"asked by <@{self.by}>"))
+
+    def finished(self, outcome: CompactionOutcome) -> None:
+        if outcome.kind == "done":
+            notice = CompactionNotice(
+                state="done",
+                compacted=outcome.compacted,
+                tokens_before=outcome.tokens_before,
+                tokens_after=outcome.tokens_after,
+            )
+            _notice(self.store, notice)
+            return
+        reason = outcome.detail or ""
+        _notice(self.store, CompactionNotice(state="failed", detail=FAILED_KEPT_TEXT.format(reason=reason)))
+        log.warning("manual compaction of %s failed: %s", self.store.key, reason)
 
 
 def _notice(store: SessionStore, notice: CompactionNotice) -> None:

@@ -297,7 +297,7 @@ def _filtered(error: ModelError) -> bool:
 def _backoff(attempt: int, retry_after: float | None) -> float:
     if retry_after is not None:
         return retry_after
-    return min(RETRY_BASE_DELAY_S * 2 ** (attempt - 1), RETRY_MAX_DELAY_S)
+    return min(RETRY_BASE_DELAY_S * 2.0 ** (attempt - 1), RETRY_MAX_DELAY_S)
 
 
 def _request_tokens(request: ModelRequest, estimate: Estimator) -> int:

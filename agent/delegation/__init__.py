@@ -1,8 +1,9 @@
 """Sub-agents (spec 6): the Agent and AgentSwarm tools, fork, and how answers come back."""
 
-from agent.delegation.agent_tool import AgentParams, AgentTool
-from agent.delegation.binding import MAX_AGENT_DEPTH, AgentBinding
-from agent.delegation.fork import OwnBinding, fork_incompatibility, fork_prompt, fork_seed
+from agent.delegation._agent_tool import AgentParams, AgentTool
+from agent.delegation._binding import MAX_AGENT_DEPTH, AgentBinding
+from agent.delegation._fork import OwnBinding, fork_incompatibility, fork_prompt, fork_seed
+from agent.delegation._swarm_tool import MAX_SWARM_AGENTS, AgentSwarmParams, AgentSwarmTool
 from agent.delegation.launcher import (
     ChildSpec,
     Spawned,
@@ -12,7 +13,6 @@ from agent.delegation.launcher import (
     SwarmRequest,
 )
 from agent.delegation.results import SUBAGENT_RESULT, ChildOutcome, background_message, swarm_result
-from agent.delegation.swarm_tool import MAX_SWARM_AGENTS, AgentSwarmParams, AgentSwarmTool
 
 __all__ = [
     "MAX_AGENT_DEPTH",

@@ -57,5 +57,7 @@ def background_message(agent_id: str, outcome: ChildOutcome) -> Message:
         f"<subagent-result agent_id={quoteattr(agent_id)} description={quoteattr(outcome.description)} "
         f"status={quoteattr(status)}>\n{outcome.text()}\n</subagent-result>"
     )
-    origin = Origin(kind=SUBAGENT_RESULT, trigger="background", agent_id=agent_id, status=status)
+    origin = Origin.model_validate(  # agent_id and status are kind-specific extras of Origin
+        {"kind": SUBAGENT_RESULT, "trigger": "background", "agent_id": agent_id, "status": status}
+    )
     return Message(role="user", content=[TextPart(text=text)], origin=origin)

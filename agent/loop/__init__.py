@@ -1,5 +1,6 @@
 """The agent loop (docs/context-core.md, "Loop"): steps, the in-turn context keeper, turn ports."""
 
-from agent.loop.turn_loop import Loop, LoopConfig, TurnStopped
+from agent.loop._stopping import TurnStopped
+from agent.loop.turn_loop import Loop, LoopConfig
 
 __all__ = ["Loop", "LoopConfig", "TurnStopped"]

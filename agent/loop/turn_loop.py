@@ -11,18 +11,19 @@ never writes the same event twice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from agent.compaction import CompactionConfig
 from agent.fold import HistoryFold
-from agent.loop.call_ids import normalize_call_ids, seen_call_ids
-from agent.loop.context_keeper import ContextKeeper, ContextTooLargeError
+from agent.loop._call_ids import normalize_call_ids, seen_call_ids
+from agent.loop._context_keeper import ContextKeeper, ContextTooLargeError
+from agent.loop._step_records import call_event, failed_outcome, model_failure_text
+from agent.loop._stopping import TurnStopped, TurnStopping
 from agent.loop.parking import ApprovalCheck, approver_for
 from agent.loop.ports import (
     ENDINGS,
@@ -35,23 +36,22 @@ from agent.loop.ports import (
     StepStarted,
     ToolCallsStarted,
     ToolFinished,
+    TurnEvent,
     TurnOutcome,
     TurnReporter,
     TurnSink,
 )
-from agent.loop.step_records import call_event, failed_outcome, model_failure_text
 from agent.messages import Message, ToolCall
 from agent.model.base import ChatModel, ModelRequest, ModelResponse
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
 from agent.projection.report import ProjectionReporter
+from agent.tokens import estimate_request_overhead
 from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
-from agent.tools.cancel import CancelSignal
 from agent.tools.policy import Approver
-from agent.tools.texts import CancelReason
 from agent.wire import (
     AppendLoopEvent,
     AppendMessage,
@@ -60,20 +60,18 @@ from agent.wire import (
     StepEnd,
     ToolResultEvent,
     ToolResultPayload,
-    TurnCancel,
     TurnEnded,
     TurnSteer,
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-CANCEL_POLL_S = 0.25  # a Stop click reaches running tools within this (plus the 2 s grace)
 MAX_STEPS_TEXT = (
     "Turn exceeded max_steps_per_turn={n}; stopped before another model call. "
     "Reply in the thread to continue."
 )
 ABANDONED = "abandoned"  # finish reason of a step whose worker died; it settles the step
-TIMED_OUT_TEXT = "Turn hit its time limit of {seconds} s and was stopped."
 
 ExecutorFactory = Callable[[Approver | None], Any]  # → a BatchExecutor (agent.tools.ToolExecutor)
 
@@ -84,14 +82,6 @@ class LoopConfig:
     max_steps_per_turn: int = 50
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     deadline_s: float | None = None  # the turn's time limit; None: no limit of its own
-
-
-class TurnStopped(Exception):
-    """The turn cannot go on (cancel, deadline, failure); carries the outcome to return."""
-
-    def __init__(self, outcome: TurnOutcome) -> None:
-        super().__init__(outcome.reason)
-        self.outcome = outcome
 
 
 class Loop:
@@ -120,19 +110,25 @@ class Loop:
         self.reporter = reporter or NullReporter()
         self.deferrals = deferrals or NoDeferredResults()
         self.turn_id = ""
-        self.signal = CancelSignal()
+        self.stopping = TurnStopping(sink, config.deadline_s)
+        self.signal = self.stopping.signal
         self.projector = IncrementalProjector()
         self.anomalies = ProjectionReporter()
-        self.keeper = ContextKeeper(self, config)
-        self.timed_out = False
+        self.keeper = ContextKeeper(
+            _KeeperHost(self),
+            model,
+            context_window=config.context_window,
+            config=config.compaction,
+            request_overhead=estimate_request_overhead(system_prompt, tool_declarations),
+        )
         self._seen_ids = seen_call_ids(folder.history)
 
     # -- the turn ---------------------------------------------------------------------
 
     async def run_turn(self, turn_id: str, parked: ParkedStep | None = None) -> TurnOutcome:
         self.turn_id = turn_id
-        watcher = asyncio.ensure_future(self._watch_cancel())
-        timer = self._start_deadline()
+        watcher = asyncio.ensure_future(self.stopping.watch())
+        timer = self.stopping.start_deadline()
         try:
             outcome = await self._run(turn_id, parked)
         except TurnStopped as stopped:
@@ -151,7 +147,7 @@ class Loop:
             return waiting
         self._settle_abandoned_step(turn_id)
         while True:
-            self._stop_if_cancelled(turn_id, steps)
+            self.stopping.stop_if_cancelled(turn_id, steps)
             self._take_input(turn_id, steps)
             if steps >= self.config.max_steps_per_turn:
                 error = MAX_STEPS_TEXT.format(n=self.config.max_steps_per_turn)
@@ -183,7 +179,7 @@ class Loop:
             return TurnOutcome("awaiting_agents", steps=step)
         finish = "interrupted" if self.signal.cancelled else "tool_calls"
         self._end_step(step_uuid, turn_id, step, finish)
-        self._stop_if_cancelled(turn_id, step)
+        self.stopping.stop_if_cancelled(turn_id, step)
         return None
 
     # -- model --------------------------------------------------------------------------
@@ -194,7 +190,7 @@ class Loop:
         while True:
             request = self._request(strict)
             try:
-                return await self._cancellable(self.model.complete(request), turn_id, step)
+                return await self.stopping.cancellable(self.model.complete(request), turn_id, step)
             except StructureRejectedError as error:
                 if strict:
                     raise TurnStopped(
@@ -222,21 +218,6 @@ class Loop:
         return ModelRequest.model_construct(
             messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None
         )
-
-    async def _cancellable(self, work: Any, turn_id: str, step: int) -> ModelResponse:
-        task = asyncio.ensure_future(work)
-        stop = asyncio.ensure_future(self.signal.wait())
-        try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        self._stop_if_cancelled(turn_id, step)
-        raise AssertionError("unreachable: the signal was set")
 
     # -- tools --------------------------------------------------------------------------
 
@@ -362,36 +343,25 @@ class Loop:
         record = TurnEnded(turn_id=turn_id, reason=reason, error=outcome.error)
         self.sink.record(record, f"{turn_id}:ended")
 
-    # -- cancel and deadline ------------------------------------------------------------
 
-    def _stop_if_cancelled(self, turn_id: str, steps: int) -> None:
-        if not self.signal.cancelled:
-            return
-        reason: CancelReason = self.signal.reason or "aborted"
-        self.sink.record(TurnCancel(turn_id=turn_id, target="active", reason=reason), f"{turn_id}:cancel")
-        if self.timed_out:
-            seconds = int(self.config.deadline_s or 0)
-            raise TurnStopped(
-                TurnOutcome("timed_out", error=TIMED_OUT_TEXT.format(seconds=seconds), steps=steps)
-            )
-        raise TurnStopped(TurnOutcome("cancelled", steps=steps))
+class _KeeperHost:
+    """The loop as its context keeper sees it (the keeper's `ContextHost`)."""
 
-    async def _watch_cancel(self) -> None:
-        while not self.signal.cancelled:
-            try:
-                if self.sink.cancel_requested():
-                    self.signal.cancel("user_cancelled")
-                    return
-            except Exception:  # a Redis blip must not kill the turn; the next poll retries
-                log.warning("could not read the cancel flag", exc_info=True)
-            await asyncio.sleep(CANCEL_POLL_S)
+    def __init__(self, loop: Loop) -> None:
+        self._loop = loop
 
-    def _start_deadline(self) -> asyncio.TimerHandle | None:
-        if self.config.deadline_s is None:
-            return None
+    @property
+    def history(self) -> list[Message]:
+        return self._loop.folder.history
 
-        def expire() -> None:
-            self.timed_out = True
-            self.signal.cancel("aborted")
+    def write(self, record: BaseModel, once_key: str) -> str:
+        return self._loop.write(record, once_key)
 
-        return asyncio.get_running_loop().call_later(self.config.deadline_s, expire)
+    def report(self, event: TurnEvent) -> None:
+        self._loop.reporter.report(event)
+
+    def note_checkpoint(self, through: str) -> None:
+        self._loop.sink.compacted(self._loop.folder.history, through)
+
+    async def cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
+        return await self._loop.stopping.cancellable(work, turn_id, step)

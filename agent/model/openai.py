@@ -6,6 +6,8 @@ from typing import Any
 
 import httpx
 
+from agent.model._openai_format import from_openai_message, to_openai_messages
+from agent.model._sse import StreamAssembler
 from agent.model.base import ModelRequest, ModelResponse, StreamListener, Usage
 from agent.model.errors import (
     ContextOverflowError,
@@ -14,8 +16,6 @@ from agent.model.errors import (
     RetryableModelError,
     StructureRejectedError,
 )
-from agent.model.openai_format import from_openai_message, to_openai_messages
-from agent.model.sse import StreamAssembler
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 # Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.

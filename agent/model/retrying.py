@@ -31,7 +31,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after_s)
-        backoff = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        backoff = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
         return backoff * (0.5 + random.random() / 2)  # jitter: many turns must not retry in step
 
 

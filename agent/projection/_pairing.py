@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from agent.messages import Message
 from agent.projection import anomalies as an
@@ -24,6 +25,7 @@ from agent.projection._projected_message import (
     PLAIN,
     TOOL,
     VACUOUS,
+    Projected,
     merged_user_message,
     projected,
     unavailable_result,
@@ -85,7 +87,7 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
     sizing = layout.sizing
     last_non_tool = layout.last_non_tool_index
     settle_from = NEVER if sizing else layout.first_assistant_index
-    out: list = []
+    out: list[Message | None] = []  # None: a slot reserved for a call's result
     anomalies: list[Anomaly] | None = [] if record else None
     open_calls: dict[str, tuple[int, int, int]] = {}  # call id -> (output slot, epoch, owner index)
     epoch = 0
@@ -95,11 +97,12 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
     for index, message in enumerate(history[start:], start):
         # The pass reads the memoised record and no field: on a long history the cost is memory
         # traffic, one scattered object per read, and a record holds all the pass needs.
+        # pydantic types the private dict as optional; None (and no memo) raise TypeError here.
         try:
-            record = message.__pydantic_private__["_memo"][MEMO_KEY]
+            entry: Projected = message.__pydantic_private__["_memo"][MEMO_KEY]  # type: ignore[index]  # None: TypeError below
         except (KeyError, TypeError):
-            record = projected(message)
-        kind, wire, whitespace, call_ids, call_id, role, sizing_kind = record
+            entry = projected(message)
+        kind, wire, whitespace, call_ids, call_id, role, sizing_kind = entry
         if kind == TOOL:
             if not sizing:
                 if call_id is None:
@@ -159,7 +162,7 @@ def walk(history: Sequence[Message], layout: Layout, start: int = 0, record: boo
         out[slot] = unavailable_result(call_id)
         if anomalies is not None:
             anomalies.append(an.synthesized(call_id, owner >= last_non_tool))
-    return Walk(out, anomalies, *settled)
+    return Walk(cast(list[Message], out), anomalies, *settled)  # every reserved slot is filled now
 
 
 def _report_result(anomalies: list[Anomaly], whitespace: int, call_id: str, reordered: bool) -> None:

@@ -61,7 +61,8 @@ def memo_of(message: Message) -> dict[str, Any]:
     Same dict as `Message.memo()`: pydantic keeps `_memo` in `__pydantic_private__`.
     """
     private = message.__pydantic_private__
-    memo = private["_memo"]
+    assert private is not None  # pydantic sets it on every model with a private attribute
+    memo: dict[str, Any] | None = private["_memo"]
     if memo is None:
         memo = private["_memo"] = {}
     return memo
@@ -162,7 +163,7 @@ def merged_user_message(run: list[Message]) -> Message:
     """
     memo = memo_of(run[0])
     key = tuple(run[1:])
-    cached = memo.get("merged")
+    cached: tuple[tuple[Message, ...], Message] | None = memo.get("merged")
     if cached is not None and cached[0] == key:
         return cached[1]
     texts: list[str] = []

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from agent.messages import Message
 from agent.projection._pairing import Layout, Walk, layout_of, walk
+from agent.projection._strict import strict_repairs
 from agent.projection.anomalies import Anomaly
 from agent.projection.projector import OnAnomaly
-from agent.projection.strict import strict_repairs
 
 
 class IncrementalProjector:

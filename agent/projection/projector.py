@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 from agent.messages import Message
 from agent.projection._pairing import layout_of, walk
+from agent.projection._strict import strict_repairs
 from agent.projection.anomalies import Anomaly
-from agent.projection.strict import strict_repairs
 
 OnAnomaly = Callable[[Anomaly], None]
 

@@ -23,7 +23,7 @@ def render_tool_result(
     output: str | Sequence[ContentPart], *, is_error: bool | None = None, note: str | None = None
 ) -> list[ContentPart]:
     """The model-visible content of a tool result: status text for errors and empty output, then the note."""
-    parts = [TextPart(text=output)] if isinstance(output, str) else list(output)
+    parts: list[ContentPart] = [TextPart(text=output)] if isinstance(output, str) else list(output)
     return list(render_tool_content(parts, is_error, note))
 
 

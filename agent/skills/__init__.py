@@ -1,10 +1,10 @@
 """Skills (spec 6): SKILL.md files, their catalog, argument expansion and the Skill tool."""
 
-from agent.skills.activation import activation_message, render_skill
-from agent.skills.catalog import SkillCatalog, SkillRoot, listing_text, session_skill_roots
-from agent.skills.expansion import expand_arguments, split_arguments
-from agent.skills.model import Skill, SkillParseError
-from agent.skills.parsing import parse_skill_file, parse_skill_text
+from agent.skills._activation import activation_message, render_skill
+from agent.skills._catalog import SkillCatalog, SkillRoot, listing_text, session_skill_roots
+from agent.skills._expansion import expand_arguments, split_arguments
+from agent.skills._model import Skill, SkillParseError
+from agent.skills._parsing import parse_skill_file, parse_skill_text
 from agent.skills.tool import MAX_SKILL_QUERY_DEPTH, NestedSkillTooDeep, SkillTool
 
 __all__ = [

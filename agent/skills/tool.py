@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agent.skills.activation import activation_message
-from agent.skills.catalog import SkillCatalog
+from agent.skills._activation import Trigger, activation_message
+from agent.skills._catalog import SkillCatalog
 from agent.tools import accesses as acc
+from agent.tools.accesses import Access
 from agent.tools.base import Tool, ToolContext, ToolResult, error_result
 from agent.tools.builtin.common import Params
 
@@ -73,7 +74,7 @@ class SkillTool(Tool[SkillParams]):
     def unavailable_reason(self) -> str | None:
         return UNBOUND_TEXT if self._catalog is None else None
 
-    def accesses(self, args: SkillParams, context: ToolContext) -> tuple[()]:
+    def accesses(self, args: SkillParams, context: ToolContext) -> tuple[Access, ...]:
         return acc.none()  # loading instructions touches no file the scheduler guards
 
     async def run(self, args: SkillParams, context: ToolContext) -> ToolResult:
@@ -89,6 +90,6 @@ class SkillTool(Tool[SkillParams]):
             return error_result(user_only_text(name))
         if skill.type != "inline":
             return error_result(not_inline_text(name))
-        trigger = "nested-skill" if self.query_depth > 0 else "model-tool"
+        trigger: Trigger = "nested-skill" if self.query_depth > 0 else "model-tool"
         steer = activation_message(skill, args, trigger, session_id=self.session_id)
         return ToolResult(loaded_text(skill.name), steer=steer)

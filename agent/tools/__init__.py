@@ -1,5 +1,6 @@
 """Tool execution: argument parsing, preflight, batch adapter, scheduler, executor, output limits."""
 
+from agent.tools._scheduler import ToolScheduler
 from agent.tools.accesses import AllAccess, FileAccess, accesses_conflict
 from agent.tools.arguments import ParsedArguments, parse_tool_call_arguments
 from agent.tools.base import Tool, ToolCallResult, ToolContext, ToolExecution, ToolResult, ToolResultSpill
@@ -8,7 +9,6 @@ from agent.tools.cancel import CancelSignal
 from agent.tools.executor import ToolExecutor
 from agent.tools.output import ToolOutputAccumulator
 from agent.tools.registry import ToolRegistry, default_registry, openai_tool_declarations
-from agent.tools.scheduler import ToolScheduler
 from agent.tools.workspace import PathSecurityError
 
 __all__ = [

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agent.messages import ToolCall
 from agent.tools import texts
+from agent.tools._scheduler import ToolScheduler
 from agent.tools.base import ToolCallResult, ToolResult, error_result
 from agent.tools.cancel import CancelSignal
 from agent.tools.defaults import ABORT_GRACE_MS
@@ -34,7 +35,6 @@ from agent.tools.policy import (
 )
 from agent.tools.preflight import PreparedCall, preflight_call, settle_permission
 from agent.tools.registry import ToolRegistry
-from agent.tools.scheduler import ToolScheduler
 from agent.tools.spill import spillable_text, truncate_for_model
 
 log = logging.getLogger(__name__)

@@ -114,7 +114,7 @@ def normalize_tool_result(result: ToolResult) -> ToolResult:
         if not any(isinstance(part, TextPart) and part.text for part in output):
             changes["output"] = [TextPart(text=texts.NON_TEXT_CONTENT), *output]
     elif all(isinstance(part, TextPart) for part in output):
-        changes["output"] = "".join(part.text for part in output)  # type: ignore[union-attr]
+        changes["output"] = "".join(part.text for part in output if isinstance(part, TextPart))
     return result.with_changes(**changes) if changes else result
 
 

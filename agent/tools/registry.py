@@ -31,7 +31,8 @@ def _without_titles(schema: Any) -> Any:
 
 def parameters_schema(tool: Tool[Any]) -> dict[str, Any]:
     """The JSON schema the model sees for a tool's arguments (its pydantic model's schema)."""
-    return _without_titles(tool.parameters.model_json_schema())
+    schema: dict[str, Any] = _without_titles(tool.parameters.model_json_schema())
+    return schema
 
 
 class ToolRegistry:

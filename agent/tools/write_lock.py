@@ -37,10 +37,11 @@ class LockedTool(Tool[Any]):
     def __init__(self, inner: Tool[Any], lock: WriteLock) -> None:
         self.inner = inner
         self.lock = lock
-        self.name = inner.name  # type: ignore[misc]
-        self.description = inner.description  # type: ignore[misc]
-        self.parameters = inner.parameters  # type: ignore[misc]
-        self.requires_approval = inner.requires_approval  # type: ignore[misc]
+        # Tools declare these per class; a wrapper takes them per instance from the tool it wraps.
+        self.name = inner.name  # type: ignore[misc]  # per-instance identity
+        self.description = inner.description  # type: ignore[misc]  # per-instance identity
+        self.parameters = inner.parameters  # type: ignore[misc]  # per-instance identity
+        self.requires_approval = inner.requires_approval  # type: ignore[misc]  # per-instance identity
 
     def unavailable_reason(self) -> str | None:
         return self.inner.unavailable_reason()
@@ -69,4 +70,5 @@ class LockedTool(Tool[Any]):
         execution = self.resolve_execution(args, context)
         if isinstance(execution, ToolResult):
             return execution
-        return await execution.run()
+        result: ToolResult = await execution.run()
+        return result

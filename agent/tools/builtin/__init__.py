@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from agent.tools.base import Tool
-from agent.tools.builtin.edit_file import EditFile
-from agent.tools.builtin.glob import Glob
-from agent.tools.builtin.grep import Grep
+from agent.tools.builtin._edit_file import EditFile
+from agent.tools.builtin._glob import Glob
+from agent.tools.builtin._grep import Grep
+from agent.tools.builtin._list_dir import ListDir
 from agent.tools.builtin.http_get import HttpGet
-from agent.tools.builtin.list_dir import ListDir
 from agent.tools.builtin.read_file import ReadFile
 from agent.tools.builtin.shell import Shell
 from agent.tools.builtin.write_file import WriteFile

@@ -16,6 +16,7 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -134,7 +135,7 @@ async def stop_group(running: Running) -> None:
     kill_group(running.pid, signal.SIGKILL)  # children that ignored SIGTERM
 
 
-async def finish_reading(readers: asyncio.Future[object]) -> None:
+async def finish_reading(readers: asyncio.Future[Any]) -> None:
     """Wait briefly for the pipes to close; a process that left the group may hold them forever."""
     try:
         await asyncio.wait_for(asyncio.shield(readers), SHELL_DRAIN_GRACE_S)
@@ -206,7 +207,7 @@ class Shell(Tool[ShellParams]):
                     await readers
 
 
-async def _closed_within(readers: asyncio.Future[object], seconds: float) -> bool:
+async def _closed_within(readers: asyncio.Future[Any], seconds: float) -> bool:
     try:
         await asyncio.wait_for(asyncio.shield(readers), seconds)
     except TimeoutError:

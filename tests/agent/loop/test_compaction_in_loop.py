@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 from agent.compaction.prompt import COMPACTION_INSTRUCTION
 from agent.loop.ports import CompactionFinished
 from agent.loop.turn_loop import LoopConfig
+from agent.messages import assistant_message
 from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.wire import AppendMessage
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
+from tests.polling import wait_for
 
 INSTRUCTION_START = COMPACTION_INSTRUCTION.split("\n", 1)[0][:40]
 
@@ -77,3 +82,26 @@ def test_summary_keeps_the_tail_verbatim(fake_llm: FakeLLM, tmp_path: Path):
     covered_end = int(record["wire_end"].split("-")[0])
     assert all(int(m.id.split("-")[0].split("/")[0]) > covered_end for m in history[1:] if m.id)
     assert fake_llm.rejected == []
+
+
+def test_cancel_during_a_summary_ends_the_turn_it_belongs_to(fake_llm: FakeLLM, tmp_path: Path):
+    gate = threading.Event()
+    fake_llm.script(Reply(text="SUMMARY", gate=gate))
+    sink = MemorySink()
+    for n in range(6):  # no tool output: only a summary helps
+        sink.append_user(f"question {n}: " + "words " * 400)
+        sink.record(AppendMessage(message=assistant_message(f"answer {n}: " + "words " * 400)), f"a{n}")
+
+    async def cancel_the_summary(loop):
+        await asyncio.to_thread(wait_for, lambda: fake_llm.requests, what="the summary request")
+        sink.cancel = True
+        await asyncio.to_thread(wait_for, lambda: loop.signal.cancelled, what="the cancel")
+        gate.set()
+
+    config = LoopConfig(context_window=8_000)
+    outcome = run_turn(sink, fake_llm.base_url, tmp_path, config=config, during=cancel_the_summary)
+
+    assert outcome.reason == "cancelled" and outcome.steps == 1
+    assert "full_compaction.begin" in sink.types() and "context.apply_compaction" not in sink.types()
+    cancel = next(r for r in sink.records if r["type"] == "turn.cancel")
+    assert cancel["turn_id"] == "t1" and sink.keys["t1:cancel"] == cancel["id"]

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.skills.model import Skill, SkillParseError, SkillSource
-from agent.skills.parsing import parse_skill_file
+from agent.skills._model import Skill, SkillParseError, SkillSource
+from agent.skills._parsing import parse_skill_file
 
 SKILL_FILE = "SKILL.md"
 WORKSPACE_SKILLS_DIR = ".threadline/skills"  # inside the session workspace

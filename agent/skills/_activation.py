@@ -10,8 +10,8 @@ from typing import Literal
 from xml.sax.saxutils import quoteattr
 
 from agent.messages import Message, Origin, TextPart
-from agent.skills.expansion import expand_arguments
-from agent.skills.model import Skill
+from agent.skills._expansion import expand_arguments
+from agent.skills._model import Skill
 
 Trigger = Literal["model-tool", "nested-skill", "user-slash"]
 SKILL_ACTIVATION = "skill_activation"
@@ -42,14 +42,16 @@ def activation_message(
     if args:
         attributes += f" args={quoteattr(args)}"
     text = f"{header}\n\n<skill {attributes}>\n{render_skill(skill, args, session_id)}\n</skill>"
-    origin = Origin(
-        kind=SKILL_ACTIVATION,
-        trigger=trigger,
-        skill_name=skill.name,
-        skill_args=args or None,
-        skill_type=skill.type,
-        skill_path=str(skill.path),
-        skill_source=skill.source,
-        **({"user": user} if user else {}),
+    origin = Origin.model_validate(  # skill_* and user are kind-specific extras of Origin
+        {
+            "kind": SKILL_ACTIVATION,
+            "trigger": trigger,
+            "skill_name": skill.name,
+            "skill_args": args or None,
+            "skill_type": skill.type,
+            "skill_path": str(skill.path),
+            "skill_source": skill.source,
+            **({"user": user} if user else {}),
+        }
     )
     return Message(role="user", content=[TextPart(text=text)], origin=origin)

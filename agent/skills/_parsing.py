@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agent.skills.frontmatter import FrontMatterError, parse_front_matter
-from agent.skills.model import Skill, SkillParseError, SkillSource, SkillType
+from agent.skills._frontmatter import FrontMatterError, parse_front_matter
+from agent.skills._model import Skill, SkillParseError, SkillSource, SkillType
 
 FENCE = "---"
 ALIASES: dict[str, str] = {
@@ -130,8 +130,10 @@ def _flag(fields: dict[str, Any], key: str) -> bool:
 def _skill_type(value: Any) -> SkillType:
     if value in INLINE_TYPES:
         return "inline"
-    if value in ("flow", "reference"):
-        return value
+    if value == "flow":
+        return "flow"
+    if value == "reference":
+        return "reference"
     raise InvalidSkill(unsupported_type_text(str(value)))
 
 

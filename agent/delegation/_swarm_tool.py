@@ -12,10 +12,11 @@ import asyncio
 from pydantic import Field, model_validator
 
 from agent.delegation import texts
-from agent.delegation.binding import MAX_AGENT_DEPTH, AgentBinding
-from agent.delegation.fork import fork_incompatibility, fork_prompt, fork_seed
+from agent.delegation._binding import MAX_AGENT_DEPTH, AgentBinding
+from agent.delegation._fork import fork_incompatibility, fork_prompt, fork_seed
 from agent.delegation.launcher import ChildSpec, SpawnRefused, SwarmRequest
 from agent.tools import accesses as acc
+from agent.tools.accesses import Access
 from agent.tools.base import Tool, ToolContext, ToolResult, error_result
 from agent.tools.builtin.common import Params
 
@@ -67,7 +68,7 @@ class AgentSwarmTool(Tool[AgentSwarmParams]):
             return UNBOUND_TEXT
         return None if self.binding.may_delegate else texts.too_deep(MAX_AGENT_DEPTH)
 
-    def accesses(self, args: AgentSwarmParams, context: ToolContext) -> tuple[()]:
+    def accesses(self, args: AgentSwarmParams, context: ToolContext) -> tuple[Access, ...]:
         return acc.none()
 
     async def run(self, args: AgentSwarmParams, context: ToolContext) -> ToolResult:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.delegation import texts
-from agent.delegation.fork import PRIMARY_MODEL, OwnBinding
+from agent.delegation._fork import PRIMARY_MODEL, OwnBinding
 from agent.delegation.launcher import SpawnRefused, SubagentLauncher
 from agent.delegation.profiles import DEFAULT_PROFILE, PROFILES, profile_named
 from agent.messages import Message
