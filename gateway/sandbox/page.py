@@ -30,9 +30,9 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
-from agent.testing.local_http import LocalServer, QuietHandler
+from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox import events
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 STATIC = Path(__file__).parent / "static"

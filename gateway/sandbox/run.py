@@ -24,7 +24,7 @@ import httpx
 
 from gateway.processes.together import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.page import CHANNELS, SandboxPage
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 

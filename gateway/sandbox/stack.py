@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from gateway.sandbox.fake_slack.server import APP_TOKEN
+from gateway.sandbox.fake_slack import APP_TOKEN
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 BOT_TOKEN = "xoxb-sandbox-token"
