@@ -93,7 +93,7 @@ def port_or_free(preferred: int) -> int:
             return preferred
         except OSError:
             sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
+            return int(sock.getsockname()[1])
 
 
 def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print) -> int:
