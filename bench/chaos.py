@@ -30,8 +30,8 @@ from pathlib import Path
 
 from redis import Redis
 
-from agent.testing.fake_model import FakeLLM, Reply, calls
-from gateway.sandbox.fake_slack.server import FakeSlack
+from agent.testing import FakeLLM, Reply, calls
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.control import resume, submit_input
 from jobs.keys import SessionKey

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from redis import Redis
 
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools import accesses as acc
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.control import submit_input
 from jobs.delegation.write_lock import RedisWriteLock

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, TEAM_ID
+from gateway.sandbox.fake_slack import BOT_USER_ID, TEAM_ID
 
 
 def app_mention(ts: str, channel: str, words: str, event_id: str) -> dict[str, Any]:

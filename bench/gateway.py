@@ -123,8 +123,8 @@ def fakes_process() -> Iterator[Fakes]:
 
 
 def serve_fakes() -> None:
-    from agent.testing.fake_model import FakeLLM
-    from gateway.sandbox.fake_slack.server import FakeSlack
+    from agent.testing import FakeLLM
+    from gateway.sandbox.fake_slack import FakeSlack
 
     lower_priority_to(Settings().WORKER_NICENESS)
     slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()

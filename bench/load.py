@@ -21,9 +21,9 @@ from pathlib import Path
 
 from redis import Redis
 
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from bench.mention_latency import mention_body
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore

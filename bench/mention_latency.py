@@ -17,9 +17,9 @@ from pathlib import Path
 
 from redis import Redis
 
-from agent.testing.fake_model import FakeLLM
+from agent.testing import FakeLLM
 from bench.events import app_mention
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 
 POLL_S = 0.001

@@ -23,9 +23,9 @@ from pathlib import Path
 from redis import Redis
 
 from agent.messages import assistant_message, user_message
-from agent.testing.fake_model import FakeLLM, Reply, text
+from agent.testing import FakeLLM, Reply, text
 from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.control import submit_input
 from jobs.keys import SessionKey

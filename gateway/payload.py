@@ -31,6 +31,14 @@ def optional_text(mapping: Any, name: str) -> str | None:
     return value
 
 
+def team_id(body: Any, fallback: str | None) -> str:
+    """The workspace a request came from: the body's `team_id`, else `fallback` (Bolt's context)."""
+    team = optional_text(body, "team_id") or fallback
+    if not team:
+        raise InvalidPayload("team_id is missing")
+    return team
+
+
 def section(mapping: Any, name: str) -> Mapping[str, Any]:
     """A required object field."""
     value = mapping.get(name) if isinstance(mapping, Mapping) else None

@@ -6,14 +6,24 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gateway import payload
 from jobs.keys import SessionKey
 
 _LEADING_MENTION = re.compile(r"^\s*<@[A-Z0-9]+(\|[^>]*)?>[\s:,]*")
 
 
-def session_key_for(team_id: str, event: Mapping[str, Any]) -> SessionKey:
-    """A thread is identified by its root: `thread_ts` for replies, the message's own ts otherwise."""
-    return SessionKey(team=team_id, channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"])
+def session_key_for(
+    team: str, channel: str, message: Mapping[str, Any], *, ts: str | None = None
+) -> SessionKey:
+    """The session of the thread `message` is in.
+
+    A thread is identified by its root: `thread_ts` for replies, the message's own ts otherwise
+    (`ts` when the payload gives it beside the message, as `message_deleted` does).
+    """
+    own_ts = ts or payload.text(message, "ts")
+    return SessionKey(
+        team=team, channel=channel, thread_ts=payload.optional_text(message, "thread_ts") or own_ts
+    )
 
 
 def strip_bot_mention(text: str, bot_user_id: str | None) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from agent.testing.local_http import LocalServer, QuietHandler
+from agent.testing._local_http import LocalServer, QuietHandler
 
 CHARS_PER_TOKEN = 4  # deliberately not the product's estimator: a bug there must not hide here
 
@@ -53,9 +53,11 @@ class ValidationFailure(Exception):
 
 
 class FakeLLM:
-    def __init__(self, context_window: int = 64_000, default: Callable[[dict], Reply] | None = None) -> None:
+    def __init__(
+        self, context_window: int = 64_000, default: Callable[[dict[str, Any]], Reply] | None = None
+    ) -> None:
         self.context_window = context_window
-        self.default = default or (lambda body: text("ok"))
+        self.default: Callable[[dict[str, Any]], Reply] = default or (lambda body: text("ok"))
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[tuple[dict[str, Any], str]] = []
         self._script: queue.Queue[Reply] = queue.Queue()

@@ -15,7 +15,7 @@ from slack_bolt import Ack, App, Respond
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners.controls import act
+from gateway.listeners._controls import act
 from gateway.render import buttons
 from gateway.render.text import code_sections
 from jobs.control import decide_approval
@@ -57,8 +57,9 @@ def _listener(deps: Deps, handler: Handler) -> Callable[..., None]:
 
 def _team(body: Mapping[str, Any]) -> str | None:
     team = body.get("team")
-    if isinstance(team, Mapping) and isinstance(team.get("id"), str):
-        return team["id"]
+    team_id = team.get("id") if isinstance(team, Mapping) else None
+    if isinstance(team_id, str):
+        return team_id
     return payload.optional_text(payload.section(body, "user"), "team_id")
 
 
@@ -81,14 +82,14 @@ def _decide(deps: Deps, value: buttons.ButtonValue, user: str, decision: Decisio
 
 
 def _inspect(deps: Deps, value: buttons.ButtonValue, user: str) -> str | list[dict[str, Any]]:
-    arguments = tool_call_arguments(SessionStore(deps.redis, value.session), value.tool_call_id or "")
+    arguments = _tool_call_arguments(SessionStore(deps.redis, value.session), value.tool_call_id or "")
     if arguments is None:
         return "That call is not in the session's history any more."
     name, text = arguments
     return code_sections(f"Arguments of `{name}` (call `{value.tool_call_id}`):", text)
 
 
-def tool_call_arguments(store: SessionStore, tool_call_id: str) -> tuple[str, str] | None:
+def _tool_call_arguments(store: SessionStore, tool_call_id: str) -> tuple[str, str] | None:
     """The tool's name and its full arguments as the model sent them, from the wire log."""
     for record in store.read_wire():
         event = record.get("event") if record.get("type") == "context.append_loop_event" else None

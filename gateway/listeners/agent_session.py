@@ -9,8 +9,8 @@ from slack_bolt import App, BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners.controls import act
-from gateway.listeners.inbound import tell
+from gateway.listeners._controls import act
+from gateway.listeners._inbound import tell
 from jobs.keys import SessionKey
 from jobs.session.dedupe import claim, delivery_keys
 
@@ -21,7 +21,7 @@ def register(app: App, deps: Deps) -> None:
     @app.event("agent_session_stopped")
     def on_stopped(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
         key = SessionKey(
-            team=payload.optional_text(body, "team_id") or context.team_id or "",
+            team=payload.team_id(body, context.team_id),
             channel=payload.text(event, "channel"),
             thread_ts=payload.text(event, "thread_ts"),
         )

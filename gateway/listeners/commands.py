@@ -17,8 +17,8 @@ from slack_bolt import Ack, App
 from gateway import payload
 from gateway.deps import Deps
 from gateway.links import parse_thread_link
-from gateway.listeners.controls import NO_SESSION, Verb, act
-from gateway.listeners.skill_words import SkillRequest, skills_text, use_skill
+from gateway.listeners._controls import NO_SESSION, Verb, act
+from gateway.listeners._skill_words import SkillRequest, skills_text, use_skill
 from jobs.keys import SessionKey
 from jobs.session.state import latest_session, session_exists
 
@@ -28,7 +28,7 @@ VERBS: dict[str, Verb] = {"cancel": "cancel", "stop": "cancel", "resume": "resum
 LINK_OPTIONAL: frozenset[Verb] = frozenset({"cancel", "resume", "status"})
 
 
-def help_text(command: str) -> str:
+def _help_text(command: str) -> str:
     return "\n".join(
         [
             f"*{command}* controls the agent's sessions (one per thread). Paste the thread's link "
@@ -51,10 +51,10 @@ def register(app: App, deps: Deps) -> None:
 
     @app.command(command)
     def on_command(ack: Ack, body: dict[str, Any]) -> None:
-        ack(text=answer(deps, body, command), response_type="ephemeral")
+        ack(text=_answer(deps, body, command), response_type="ephemeral")
 
 
-def answer(deps: Deps, body: dict[str, Any], command: str) -> str:
+def _answer(deps: Deps, body: dict[str, Any], command: str) -> str:
     words = (payload.optional_text(body, "text") or "").split()
     name = words[0].lower() if words else "help"
     if name == "skill":
@@ -66,7 +66,7 @@ def answer(deps: Deps, body: dict[str, Any], command: str) -> str:
     verb = VERBS.get(name)
     if verb is None:
         prefix = "" if name == "help" else f"Unknown subcommand `{name}`.\n"
-        return prefix + help_text(command)
+        return prefix + _help_text(command)
     return _run(deps, body, verb, words[1:], command)
 
 
@@ -85,10 +85,8 @@ def _target(
     deps: Deps, team: str, channel: str, user: str, verb: Verb, rest: list[str], command: str
 ) -> tuple[SessionKey | None, str]:
     if rest:
-        ref = parse_thread_link(rest[0])
-        if ref is None:
-            return None, f"`{rest[0]}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."
-        return SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts), ""
+        key = _linked_session(team, rest[0])
+        return (key, "") if key is not None else (None, _not_a_link(rest[0]))
     if verb not in LINK_OPTIONAL:
         return None, f"Which thread? `{command} {verb} <link to the thread>`"
     latest = latest_session(deps.redis, team, channel, user)
@@ -103,10 +101,9 @@ def _skill(deps: Deps, body: dict[str, Any], command: str) -> str:
     if len(parts) < 3:
         return f"Which skill, and for which thread? `{command} skill <name> <link to the thread> [args]`"
     team, user = payload.text(body, "team_id"), payload.text(body, "user_id")
-    ref = parse_thread_link(parts[2])
-    if ref is None:
-        return f"`{parts[2]}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."
-    key = SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts)
+    key = _linked_session(team, parts[2])
+    if key is None:
+        return _not_a_link(parts[2])
     if not session_exists(deps.redis, key):
         return NO_SESSION
     request = SkillRequest(parts[1], parts[3] if len(parts) > 3 else "")
@@ -120,8 +117,16 @@ def _skill(deps: Deps, body: dict[str, Any], command: str) -> str:
 def _skills(deps: Deps, body: dict[str, Any], rest: list[str], command: str) -> str:
     team, channel = payload.text(body, "team_id"), payload.text(body, "channel_id")
     if rest:
-        ref = parse_thread_link(rest[0])
-        if ref is None:
-            return f"`{rest[0]}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."
-        return skills_text(deps, SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts))
+        key = _linked_session(team, rest[0])
+        return skills_text(deps, key) if key is not None else _not_a_link(rest[0])
     return skills_text(deps, latest_session(deps.redis, team, channel, payload.text(body, "user_id")))
+
+
+def _linked_session(team: str, link: str) -> SessionKey | None:
+    """The session of the thread a pasted link points at; None when it is not a thread link."""
+    ref = parse_thread_link(link)
+    return None if ref is None else SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts)
+
+
+def _not_a_link(text: str) -> str:
+    return f"`{text}` is not a link to a Slack thread. Use ⋯ → Copy link on its message."

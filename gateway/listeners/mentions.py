@@ -9,9 +9,8 @@ from slack_bolt import App, BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners.inbound import SlackInput, take
-from gateway.listeners.messages import author
-from gateway.threads import strip_bot_mention
+from gateway.listeners._inbound import SlackInput, author, take
+from gateway.threads import session_key_for, strip_bot_mention
 
 log = logging.getLogger(__name__)
 
@@ -22,12 +21,11 @@ def register(app: App, deps: Deps) -> None:
         user = author(deps, event, context)
         if user is None:
             return
+        team, channel = payload.team_id(body, context.team_id), payload.text(event, "channel")
         said = SlackInput(
-            team=payload.optional_text(body, "team_id") or context.team_id or "",
-            channel=payload.text(event, "channel"),
+            key=session_key_for(team, channel, event),
             user=user,
             ts=payload.text(event, "ts"),
-            thread_ts=payload.optional_text(event, "thread_ts"),
             text=strip_bot_mention(payload.optional_text(event, "text") or "", context.bot_user_id),
             event_id=payload.optional_text(body, "event_id"),
             addressed=True,

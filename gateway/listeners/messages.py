@@ -2,7 +2,7 @@
 
 Handled on purpose (README "Message subtypes"): plain messages, `thread_broadcast` (a reply
 also sent to the channel), `file_share` (the text, with the file names noted), `bot_message`
-from bots in SLACK_ALLOWED_BOTS, and `message_changed` / `message_deleted` (gateway.listeners.edits).
+from bots in SLACK_ALLOWED_BOTS, and `message_changed` / `message_deleted` (gateway.listeners._edits).
 Every other subtype (joins, topic changes, huddles, …) is ignored.
 """
 
@@ -17,9 +17,9 @@ from slack_bolt import App, BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners import edits
-from gateway.listeners.inbound import SlackInput, take
-from gateway.threads import strip_bot_mention
+from gateway.listeners import _edits
+from gateway.listeners._inbound import SlackInput, author, take
+from gateway.threads import session_key_for, strip_bot_mention
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +32,17 @@ def register(app: App, deps: Deps) -> None:
     def on_message(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
         subtype = event.get("subtype")
         if subtype == "message_changed":
-            return edits.on_changed(deps, body, event, context)
+            return _edits.on_changed(deps, body, event, context)
         if subtype == "message_deleted":
-            return edits.on_deleted(deps, body, event)
+            return _edits.on_deleted(deps, body, event)
         if subtype not in NEW_MESSAGE_SUBTYPES:
             return
-        said = said_in(deps, body, event, context)
+        said = _said_in(deps, body, event, context)
         if said is not None:
             log.info("message %s in %s → %s", body.get("event_id"), said.key, take(deps, said))
 
 
-def said_in(
+def _said_in(
     deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any], context: BoltContext
 ) -> SlackInput | None:
     """The message as input, or None when it is not for the agent."""
@@ -60,33 +60,19 @@ def said_in(
     if not is_dm and _addressed_to_someone_else(raw, context.bot_user_id):
         return None
     return SlackInput(
-        team=payload.optional_text(body, "team_id") or context.team_id or "",
-        channel=channel,
+        key=session_key_for(payload.team_id(body, context.team_id), channel, event),
         user=user,
         ts=ts,
-        thread_ts=thread_ts,
         text=_with_files(strip_bot_mention(raw, context.bot_user_id), event),
         event_id=payload.optional_text(body, "event_id"),
         addressed=is_dm,
     )
 
 
-def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
-    """Who wrote it: a person, or a bot on SLACK_ALLOWED_BOTS; None for the agent and other bots."""
-    bot_id = event.get("bot_id")
-    if bot_id:
-        allowed = bot_id != context.bot_id and bot_id in deps.settings.allowed_bots
-        return str(bot_id) if allowed else None
-    if event.get("subtype") == "bot_message":
-        return None
-    user = event.get("user")
-    return user if isinstance(user, str) and user else None
-
-
 def _addressed_to_someone_else(text: str, bot_user_id: str | None) -> bool:
     """A reply that opens by mentioning another person is talk between people, not for the agent."""
     match = _LEADING_MENTION.match(text)
-    return bool(match) and match.group(1) != bot_user_id and f"<@{bot_user_id}>" not in text
+    return match is not None and match.group(1) != bot_user_id and f"<@{bot_user_id}>" not in text
 
 
 def _with_files(text: str, event: Mapping[str, Any]) -> str:

@@ -9,9 +9,9 @@ from slack_bolt import Ack, App, Respond
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners.controls import act
+from gateway.listeners._controls import act
 from gateway.render.buttons import STOP_SHORTCUT
-from jobs.keys import SessionKey
+from gateway.threads import session_key_for
 
 log = logging.getLogger(__name__)
 
@@ -21,12 +21,8 @@ def register(app: App, deps: Deps) -> None:
     def on_stop(ack: Ack, body: dict[str, Any], respond: Respond) -> None:
         ack()
         message = payload.section(body, "message")
-        ts = payload.text(message, "ts")
-        key = SessionKey(
-            team=payload.text(payload.section(body, "team"), "id"),
-            channel=payload.text(payload.section(body, "channel"), "id"),
-            thread_ts=payload.optional_text(message, "thread_ts") or ts,
-        )
+        team = payload.text(payload.section(body, "team"), "id")
+        key = session_key_for(team, payload.text(payload.section(body, "channel"), "id"), message)
         user = payload.text(payload.section(body, "user"), "id")
         outcome = act(deps, "cancel", key, user)
         log.info("stop shortcut by %s on %s → %s", user, key, outcome)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 
 from jobs.settings import Settings, SettingsError
 
@@ -15,8 +16,9 @@ WORKER_SETTINGS = ("SLACK_BOT_TOKEN", "REDIS_URL")  # no LLM_BASE_URL: the demo 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
     try:
-        return args.run(args)
+        return run(args)
     except SettingsError as error:
         print(error, file=sys.stderr)
         return 2

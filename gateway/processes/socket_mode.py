@@ -23,4 +23,4 @@ def serve_socket(settings: Settings) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = build_app(settings, redis_from_url(settings.REDIS_URL or ""))
     handler = SocketModeHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
-    handler.start()
+    handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated

@@ -1,4 +1,8 @@
-"""Run several threadline processes together in the foreground (what `threadline run` does)."""
+"""Run several threadline processes together in the foreground.
+
+`threadline run` runs web and worker this way, `threadline worker` its delivery and turn
+workers, and the sandbox its web and worker.
+"""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def _plain(start_response: Callable[..., Any], status: str, text: str) -> list[b
     return [data]
 
 
-class _Gunicorn(BaseApplication):
+class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type information
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         super().__init__()

@@ -5,9 +5,10 @@ answers and notices of other threads must not wait behind it. `threadline worker
 delivery worker and `--turn-workers` turn workers as child processes; scale out by running more
 `worker` processes.
 
-It lives at the top layer because it composes both job modules. They, the tool schemas and
-httpx's transport are loaded here once: with SimpleWorker (the default) every job reuses them,
-and with the forking Worker each fork starts with them loaded instead of paying ~0.3 s per job.
+It lives at the top layer because it runs the jobs of every layer: turns and compaction (jobs/)
+and deliveries to Slack (gateway.delivery). Their modules, the tool schemas and httpx's transport
+are loaded here once: with SimpleWorker (the default) every job reuses them, and with the
+forking Worker each fork starts with them loaded instead of paying ~0.3 s per job.
 """
 
 from __future__ import annotations

@@ -37,10 +37,10 @@ class ButtonValue:
         """None for a value threadline did not write (or an old, unreadable one)."""
         try:
             data = json.loads(raw) if isinstance(raw, str) else None
-            session = SessionKey.parse(data["s"]) if isinstance(data, dict) else None
+            if not isinstance(data, dict):
+                return None
+            session = SessionKey.parse(data["s"])
         except (ValueError, KeyError, TypeError):
-            return None
-        if session is None:
             return None
         return cls(session, _text_or_none(data.get("a")), _text_or_none(data.get("c")))
 

@@ -82,7 +82,7 @@ def _fitted(segment: Segment, limit: int) -> list[str]:
     if segment.fence is None:
         return _cut_lines(segment.text.split("\n"), limit, "\n")
     opening = segment.fence
-    closing = _FENCE.match(opening).group(1)  # type: ignore[union-attr]
+    closing = _FENCE.match(opening).group(1)  # type: ignore[union-attr]  # fence is a line _FENCE matched
     body = segment.text.split("\n")[1:-1]
     room = limit - len(opening) - len(closing) - 2
     return [f"{opening}\n{piece}\n{closing}" for piece in _cut_lines(body, room, "\n")]

@@ -72,7 +72,7 @@ class EmbeddedRedis:
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def _wait_until_up(url: str) -> None:

@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import Any
 
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, TEAM_ID
+from gateway.sandbox.fake_slack import BOT_USER_ID, TEAM_ID
 
 API_APP_ID = "A0SANDBOX"
 VERIFICATION_TOKEN = "sandbox-verification-token"  # deprecated by Slack, still sent in every body

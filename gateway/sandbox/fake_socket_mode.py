@@ -59,7 +59,7 @@ class FakeSocketMode:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = str(self._server.server_address[0]), self._server.server_address[1]
         return f"ws://{host}:{port}/link/?ticket=t{next(self._tickets)}&app_id=A111"
 
     def open_connections(self) -> list[_Connection]:

@@ -30,9 +30,9 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
-from agent.testing.local_http import LocalServer, QuietHandler
+from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox import events
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 STATIC = Path(__file__).parent / "static"
@@ -209,7 +209,8 @@ class SandboxPage:
     def _note(
         self, channel: str, thread_ts: str | None, text: str, *, blocks: Any = None, by: str = ""
     ) -> None:
-        note = {"kind": "response", "channel": channel, "ts": self.fake.next_ts(), "text": text, "by": by}
+        ts = self.fake.next_ts()
+        note: dict[str, Any] = {"kind": "response", "channel": channel, "ts": ts, "text": text, "by": by}
         if thread_ts:
             note["thread_ts"] = thread_ts
         if isinstance(blocks, list):
@@ -293,8 +294,8 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
 
         def _act(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
             if path.startswith("/response/"):
-                channel, thread_ts = [unquote(part) for part in path.split("/")[2:4]]
-                page.take_response(channel, None if thread_ts == "-" else thread_ts, body)
+                channel, root = [unquote(part) for part in path.split("/")[2:4]]
+                page.take_response(channel, None if root == "-" else root, body)
                 return {"ok": True}
             thread_ts = body.get("thread_ts") or None
             if path == "/api/say":

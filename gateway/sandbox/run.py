@@ -24,7 +24,7 @@ import httpx
 
 from gateway.processes.together import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.page import CHANNELS, SandboxPage
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 
@@ -93,7 +93,7 @@ def port_or_free(preferred: int) -> int:
             return preferred
         except OSError:
             sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
+            return int(sock.getsockname()[1])
 
 
 def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from gateway.sandbox.fake_slack.server import APP_TOKEN
+from gateway.sandbox.fake_slack import APP_TOKEN
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 BOT_TOKEN = "xoxb-sandbox-token"
@@ -34,7 +34,7 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 class Stack:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.testing.fake_model import FakeLLM, Reply, text
+from agent.testing import FakeLLM, Reply, text
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from redis import Redis
 
-from agent.testing.fake_model import FakeLLM, text
+from agent.testing import FakeLLM, text
 from gateway.links import thread_link
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery

@@ -6,7 +6,7 @@ import json
 import time
 
 from agent.wire import AppendLoopEvent, ToolCallEvent
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from tests.e2e.agents import Agents, start_stack, state, subagent_keys, tool_results, wait_for_answer
 from tests.e2e.turns import CHANNEL, Session
 

@@ -8,7 +8,7 @@ import os
 import re
 import time
 
-from gateway.sandbox.fake_slack.server import FakeSlack, Fault
+from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import THREADLINE
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.testing.fake_model import FakeLLM, Reply, text
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from agent.testing import FakeLLM, Reply, text
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.session.inbox import waiting

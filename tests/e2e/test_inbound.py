@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agent.fold import fold
-from agent.testing.fake_model import FakeLLM, text
-from gateway.sandbox.fake_slack.server import BOT_ID, BOT_USER_ID, FakeSlack
+from agent.testing import FakeLLM, text
+from gateway.sandbox.fake_slack import BOT_ID, BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore

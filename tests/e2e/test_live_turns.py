@@ -6,8 +6,8 @@ import os
 import signal
 from pathlib import Path
 
-from agent.testing.fake_model import FakeLLM, calls, text
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack, Fault
+from agent.testing import FakeLLM, calls, text
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack, Fault
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.session.state import state_of

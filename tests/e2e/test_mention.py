@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from agent.testing.fake_model import FakeLLM, Reply, text
-from gateway.sandbox.fake_slack.server import FakeSlack
+from agent.testing import FakeLLM, Reply, text
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 from tests.polling import wait_for
 from tests.slack_events import mention

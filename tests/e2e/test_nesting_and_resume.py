@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from jobs.session.store import SessionStore
 from tests.e2e.agents import Agents, content_text, start_stack, tool_results, wait_for_answer
 from tests.e2e.turns import Session

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.testing.fake_model import FakeLLM, calls, text
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, FakeSlack
+from agent.testing import FakeLLM, calls, text
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.page import PERSON, SandboxPage, slack_text
 from gateway.sandbox.run import git_checkout, sandbox_config
 from gateway.sandbox.stack import SIGNING_SECRET, Stack

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.testing.fake_model import FakeLLM, calls, text
+from agent.testing import FakeLLM, calls, text
 from jobs.settings import Settings
 from jobs.skills import invoke_skill
 from jobs.turn.workspace import workspace_path

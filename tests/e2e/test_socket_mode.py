@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from agent.testing.fake_model import text
-from gateway.sandbox.fake_slack.server import BOT_USER_ID
+from agent.testing import text
+from gateway.sandbox.fake_slack import BOT_USER_ID
 from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey
 from tests.e2e.sessions import put_in_state, response_url

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.testing.fake_model import FakeLLM, calls, text
+from agent.testing import FakeLLM, calls, text
 from jobs.control import decide_approval
 from jobs.session.notices import ApprovalRequestNotice
 from tests.e2e.agents import Agents, start_stack, state, tool_results, wait_for_answer

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools import texts
 from jobs.control import cancel
 from jobs.delegation.write_lock import RedisWriteLock

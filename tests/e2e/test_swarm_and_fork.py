@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent.delegation import texts
 from agent.projection.inherited import INHERITED_IN_FLIGHT_TOOL_OUTPUT
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from jobs.session.store import SessionStore
 from tests.e2e.agents import Agents, content_text, start_stack, subagent_keys, tool_results, wait_for_answer
 from tests.e2e.turns import Session

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from agent.fold import INTERRUPTED_TOOL_RESULT
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.stack import THREADLINE, Stack
 from jobs.control import cancel, resume
 from jobs.janitor import sweep

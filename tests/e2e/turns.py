@@ -8,7 +8,7 @@ from redis import Redis
 
 from agent.fold import fold
 from agent.messages import Message
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from jobs.control import submit_input
 from jobs.keys import SessionKey
 from jobs.session.notices import Notice

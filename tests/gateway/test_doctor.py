@@ -1,9 +1,9 @@
 from pathlib import Path
 
-from agent.testing.fake_model import FakeLLM
+from agent.testing import FakeLLM
 from gateway.doctor import run_doctor
 from gateway.sandbox.embedded_redis import EmbeddedRedis
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN
 from jobs.settings import Settings
 

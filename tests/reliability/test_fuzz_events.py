@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.testing.fake_model import FakeLLM
-from gateway.sandbox.fake_slack.server import FakeSlack
+from agent.testing import FakeLLM
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.signing import signed_headers
 from gateway.sandbox.stack import BOT_TOKEN, SIGNING_SECRET, Stack
 from tests.conftest import TEST_REDIS_URL

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.testing.fake_model import FakeLLM, Reply, text
+from agent.testing import FakeLLM, Reply, text
 from gateway.sandbox.stack import Stack
 from tests.e2e.turns import Session
 from tests.polling import wait_for

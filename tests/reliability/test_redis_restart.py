@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.testing.fake_model import FakeLLM, Reply, text
-from gateway.sandbox.fake_slack.server import FakeSlack
+from agent.testing import FakeLLM, Reply, text
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import THREADLINE, Stack
 from tests.durable_redis import DurableRedis
 from tests.polling import wait_for

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import collections
 
-from agent.testing.fake_model import calls, text
-from gateway.sandbox.fake_slack.server import Fault
+from agent.testing import calls, text
+from gateway.sandbox.fake_slack import Fault
 from tests.polling import wait_for
 from tests.slack_events import mention
 from tests.thread_view import bot_messages, shown

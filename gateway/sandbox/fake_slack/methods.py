@@ -1,32 +1,80 @@
-"""The Web API methods the fake Slack implements, with the checks Slack makes."""
+"""The Web API methods the fake Slack implements, with the checks Slack makes.
+
+`SlackMethods` answers one call by its Slack name over a `SlackState`; the HTTP side
+(`server.FakeSlack`) adds tokens' transport, faults and the call log around it.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gateway.sandbox.fake_slack.server import (
+from gateway.sandbox.fake_slack.state import (
     BOT_ID,
     BOT_USER_ID,
     MAX_BLOCKS,
     MAX_MARKDOWN_BLOCK_CHARS,
     MAX_SECTION_CHARS,
     TEAM_ID,
-    FakeState,
+    Message,
     SlackError,
+    SlackState,
 )
 
-if TYPE_CHECKING:
-    from gateway.sandbox.fake_slack.server import FakeSlack
+Args = dict[str, Any]
+Answer = dict[str, Any]
+Method = Callable[[Args], Answer]
 
-Method = Callable[[dict[str, Any]], dict[str, Any]]
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 
 
-def build(fake: FakeSlack) -> dict[str, Method]:
-    state = fake.state
+class SlackMethods:
+    """The methods threadline calls. `base_url` is where the fake serves (permalinks, uploads);
+    `socket_mode_url` starts the Socket Mode server on first use and says where it listens."""
 
-    def auth_test(args: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, state: SlackState, *, base_url: str, socket_mode_url: Callable[[], str]) -> None:
+        self.state = state
+        self.base_url = base_url
+        self.socket_mode_url = socket_mode_url
+        self._by_name: dict[str, Method] = {
+            "auth.test": self.auth_test,
+            "usergroups.users.list": self.usergroup_users,
+            "apps.connections.open": self.connections_open,
+            "chat.postMessage": self.post_message,
+            "chat.update": self.update,
+            "chat.delete": self.delete,
+            "chat.postEphemeral": self.post_ephemeral,
+            "chat.getPermalink": self.permalink,
+            "conversations.replies": self.replies,
+            "conversations.history": self.history,
+            "assistant.threads.setStatus": self.set_status,
+            "files.getUploadURLExternal": self.upload_url,
+            "files.completeUploadExternal": self.complete_upload,
+        }
+
+    def call(self, name: str, args: Args, token: str | None) -> Answer:
+        """Run method `name` as Slack would, after its token check; SlackError when Slack refuses."""
+        self.check_token(name, token)
+        method = self._by_name.get(name)
+        if method is None:
+            raise SlackError("unknown_method")
+        return method(args)
+
+    def check_token(self, name: str, token: str | None) -> None:
+        """Slack's token rules: app-level methods take the xapp token, everything else the bot's."""
+        if name == "api.test":
+            return
+        expected = self.state.app_token if name in APP_TOKEN_METHODS else self.state.bot_token
+        if token == expected:
+            return
+        if token in (self.state.app_token, self.state.bot_token):
+            raise SlackError("not_allowed_token_type")
+        raise SlackError("invalid_auth")
+
+    # -- workspace ---------------------------------------------------------------------
+
+    def auth_test(self, args: Args) -> Answer:
         return {
             "url": "https://sandbox.slack.invalid/",
             "team": "Sandbox",
@@ -37,26 +85,38 @@ def build(fake: FakeSlack) -> dict[str, Method]:
             "is_enterprise_install": False,
         }
 
-    def post_message(args: dict[str, Any]) -> dict[str, Any]:
+    def usergroup_users(self, args: Args) -> Answer:
+        group = args.get("usergroup")
+        with self.state.lock:
+            if group not in self.state.usergroups:
+                raise SlackError("no_such_subteam")
+            return {"users": list(self.state.usergroups[group])}
+
+    def connections_open(self, args: Args) -> Answer:
+        return {"url": self.socket_mode_url()}
+
+    # -- chat ----------------------------------------------------------------------------
+
+    def post_message(self, args: Args) -> Answer:
         channel = _required(args, "channel")
-        _check_content(args, state)
+        _check_content(args, self.state)
         _check_metadata(args)
         thread_ts = args.get("thread_ts")
-        with state.lock:
-            if thread_ts and thread_ts not in state.messages.get(channel, {}):
+        with self.state.lock:
+            if thread_ts and thread_ts not in self.state.messages.get(channel, {}):
                 raise SlackError("thread_not_found")
-            message = _bot_message(fake.next_ts(), channel, args)
+            message = _bot_message(self.state.next_ts(), channel, args)
             if thread_ts:
                 message["thread_ts"] = thread_ts
-            fake._store(message)
+            self.state.store(message)
         return {"channel": channel, "ts": message["ts"], "message": dict(message)}
 
-    def update(args: dict[str, Any]) -> dict[str, Any]:
+    def update(self, args: Args) -> Answer:
         channel, ts = _required(args, "channel"), _required(args, "ts")
-        _check_content(args, state)
+        _check_content(args, self.state)
         _check_metadata(args)
-        with state.lock:
-            message = fake._message(channel, ts)
+        with self.state.lock:
+            message = self.state.message(channel, ts)
             if message.get("bot_id") != BOT_ID:
                 raise SlackError("cant_update_message")
             # Like Slack: fields not sent are kept (an update with text only keeps the blocks).
@@ -64,27 +124,35 @@ def build(fake: FakeSlack) -> dict[str, Method]:
             message["edited"] = message.get("edited", 0) + 1
         return {"channel": channel, "ts": ts, "text": message.get("text", "")}
 
-    def delete(args: dict[str, Any]) -> dict[str, Any]:
+    def delete(self, args: Args) -> Answer:
         channel, ts = _required(args, "channel"), _required(args, "ts")
-        with state.lock:
-            message = fake._message(channel, ts)
+        with self.state.lock:
+            message = self.state.message(channel, ts)
             if message.get("bot_id") != BOT_ID:
                 raise SlackError("cant_delete_message")
             message["deleted"] = True
         return {"channel": channel, "ts": ts}
 
-    def post_ephemeral(args: dict[str, Any]) -> dict[str, Any]:
+    def post_ephemeral(self, args: Args) -> Answer:
         channel, user = _required(args, "channel"), _required(args, "user")
-        _check_content(args, state)
-        ts = fake.next_ts()
+        _check_content(args, self.state)
+        ts = self.state.next_ts()
         where = {"thread_ts": args["thread_ts"]} if args.get("thread_ts") else {}
-        with state.lock:
-            state.ephemeral.append({"channel": channel, "user": user, "ts": ts, **where, **_content(args)})
+        with self.state.lock:
+            self.state.ephemeral.append(
+                {"channel": channel, "user": user, "ts": ts, **where, **_content(args)}
+            )
         return {"message_ts": ts}
 
-    def replies(args: dict[str, Any]) -> dict[str, Any]:
+    def permalink(self, args: Args) -> Answer:
+        channel, ts = _required(args, "channel"), _required(args, "message_ts")
+        return {"channel": channel, "permalink": f"{self.base_url}/archives/{channel}/p{ts.replace('.', '')}"}
+
+    # -- conversations and status ------------------------------------------------------
+
+    def replies(self, args: Args) -> Answer:
         channel, ts = _required(args, "channel"), _required(args, "ts")
-        messages = fake.thread(channel, ts)
+        messages = self.state.thread(channel, ts)
         if not messages:
             raise SlackError("thread_not_found")
         oldest = float(args.get("oldest") or 0)
@@ -94,78 +162,55 @@ def build(fake: FakeSlack) -> dict[str, Method]:
             shown = [{k: v for k, v in m.items() if k != "metadata"} for m in shown]
         return _page(shown, args)
 
-    def history(args: dict[str, Any]) -> dict[str, Any]:
+    def history(self, args: Args) -> Answer:
         channel = _required(args, "channel")
-        top_level = [m for m in fake.channel_messages(channel) if m.get("thread_ts") in (None, m["ts"])]
+        messages = self.state.channel_messages(channel)
+        top_level = [m for m in messages if m.get("thread_ts") in (None, m["ts"])]
         return {"messages": list(reversed(top_level)), "has_more": False}
 
-    def set_status(args: dict[str, Any]) -> dict[str, Any]:
+    def set_status(self, args: Args) -> Answer:
         _required(args, "channel_id"), _required(args, "thread_ts")
         if "status" not in args:
             raise SlackError("invalid_arguments:status")
-        with state.lock:
-            state.statuses.append({k: args.get(k) for k in ("channel_id", "thread_ts", "status")})
+        with self.state.lock:
+            self.state.statuses.append({k: args.get(k) for k in ("channel_id", "thread_ts", "status")})
         return {}
 
-    def permalink(args: dict[str, Any]) -> dict[str, Any]:
-        channel, ts = _required(args, "channel"), _required(args, "message_ts")
-        return {"channel": channel, "permalink": f"{fake.url}/archives/{channel}/p{ts.replace('.', '')}"}
+    # -- files ---------------------------------------------------------------------------
 
-    def upload_url(args: dict[str, Any]) -> dict[str, Any]:
+    def upload_url(self, args: Args) -> Answer:
         file_id = "F" + uuid.uuid4().hex[:10].upper()
-        with state.lock:
-            state.uploads[file_id] = {
+        with self.state.lock:
+            self.state.uploads[file_id] = {
                 "filename": _required(args, "filename"),
                 "length": int(args.get("length", 0)),
             }
-        return {"upload_url": f"{fake.url}/upload/{file_id}", "file_id": file_id}
+        return {"upload_url": f"{self.base_url}/upload/{file_id}", "file_id": file_id}
 
-    def complete_upload(args: dict[str, Any]) -> dict[str, Any]:
+    def complete_upload(self, args: Args) -> Answer:
         files = args.get("files")
         files = files if isinstance(files, list) else []
         channel = args.get("channel_id")
         for item in files:
-            with state.lock:
-                upload = state.uploads.get(item.get("id", ""))
+            with self.state.lock:
+                upload = self.state.uploads.get(item.get("id", ""))
             if upload is None:
                 raise SlackError("file_not_found")
             if channel:
-                message = _bot_message(fake.next_ts(), channel, {"text": args.get("initial_comment", "")})
-                title = item.get("title") or upload["filename"]
-                message["files"] = [{"id": item["id"], "name": upload["filename"], "title": title}]
-                if args.get("thread_ts"):
-                    message["thread_ts"] = args["thread_ts"]
-                fake._store(message)
+                self.state.store(_file_message(self.state.next_ts(), channel, args, item, upload))
         return {"files": [{"id": item.get("id")} for item in files]}
 
-    def usergroup_users(args: dict[str, Any]) -> dict[str, Any]:
-        group = args.get("usergroup")
-        with state.lock:
-            if group not in state.usergroups:
-                raise SlackError("no_such_subteam")
-            return {"users": list(state.usergroups[group])}
 
-    def connections_open(args: dict[str, Any]) -> dict[str, Any]:
-        return {"url": fake.socket_mode.url}
-
-    return {
-        "auth.test": auth_test,
-        "usergroups.users.list": usergroup_users,
-        "apps.connections.open": connections_open,
-        "chat.postMessage": post_message,
-        "chat.update": update,
-        "chat.delete": delete,
-        "chat.postEphemeral": post_ephemeral,
-        "chat.getPermalink": permalink,
-        "conversations.replies": replies,
-        "conversations.history": history,
-        "assistant.threads.setStatus": set_status,
-        "files.getUploadURLExternal": upload_url,
-        "files.completeUploadExternal": complete_upload,
-    }
+def _file_message(ts: str, channel: str, args: Args, item: dict[str, Any], upload: dict[str, Any]) -> Message:
+    message = _bot_message(ts, channel, {"text": args.get("initial_comment", "")})
+    title = item.get("title") or upload["filename"]
+    message["files"] = [{"id": item["id"], "name": upload["filename"], "title": title}]
+    if args.get("thread_ts"):
+        message["thread_ts"] = args["thread_ts"]
+    return message
 
 
-def _required(args: dict[str, Any], name: str) -> str:
+def _required(args: Args, name: str) -> str:
     value = args.get(name)
     if not value:
         raise SlackError(
@@ -174,8 +219,10 @@ def _required(args: dict[str, Any], name: str) -> str:
     return str(value)
 
 
-def _content(args: dict[str, Any]) -> dict[str, Any]:
-    content = {name: args[name] for name in ("text", "blocks", "markdown_text", "metadata") if name in args}
+def _content(args: Args) -> dict[str, Any]:
+    content: dict[str, Any] = {
+        name: args[name] for name in ("text", "blocks", "markdown_text", "metadata") if name in args
+    }
     if "markdown_text" in content:  # what clients show of it, and what the history API returns
         content["text"] = content["markdown_text"]
     return content
@@ -207,7 +254,7 @@ def _check_metadata(args: dict[str, Any]) -> None:
         raise SlackError("invalid_metadata_format")
 
 
-def _bot_message(ts: str, channel: str, args: dict[str, Any]) -> dict[str, Any]:
+def _bot_message(ts: str, channel: str, args: Args) -> Message:
     return {
         "type": "message",
         "ts": ts,
@@ -218,7 +265,7 @@ def _bot_message(ts: str, channel: str, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _check_content(args: dict[str, Any], state: FakeState) -> None:
+def _check_content(args: Args, state: SlackState) -> None:
     text, blocks, markdown = args.get("text"), args.get("blocks"), args.get("markdown_text")
     if not text and not blocks and not markdown:
         raise SlackError("no_text")

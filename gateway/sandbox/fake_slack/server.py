@@ -1,8 +1,8 @@
-"""A fake Slack Web API over HTTP that keeps real state and answers with Slack's error codes.
+"""The fake Slack's HTTP side: the Web API under /api/, response_url posts and file uploads.
 
-Messages live per channel by ts, with threads, edits and deletes, so a test (or the sandbox
-page) sees what a person would see in the thread. Faults can be scripted per method: HTTP 429
-with Retry-After, 5xx, Slack error codes, slow answers.
+Each Web API call goes through `FakeSlack.dispatch`: a scripted fault (HTTP 429 with
+Retry-After, 5xx, a Slack error code, a slow answer) when one is due, else the method itself
+(`methods.SlackMethods`) over the fake's state (`state.SlackState`); every call is logged.
 
     fake = FakeSlack(bot_token="xoxb-test").start()
     settings.SLACK_API_URL = fake.api_url     # http://127.0.0.1:<port>/api/
@@ -10,86 +10,32 @@ with Retry-After, 5xx, Slack error codes, slow answers.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
-from agent.testing.local_http import LocalServer, QuietHandler
+from agent.testing import LocalServer, QuietHandler
+from gateway.sandbox.fake_slack.methods import SlackMethods
 
-MAX_TEXT_CHARS = 40_000  # Slack truncates beyond this; we refuse, so a test notices
-MAX_BLOCKS = 50
-MAX_SECTION_CHARS = 3_000
-MAX_MARKDOWN_BLOCK_CHARS = 12_000
+# tests/slack_events.py still imports these from here; drop once it imports the package.
+from gateway.sandbox.fake_slack.state import BOT_USER_ID as BOT_USER_ID
+from gateway.sandbox.fake_slack.state import TEAM_ID as TEAM_ID
+from gateway.sandbox.fake_slack.state import Call, Fault, Message, SlackError, SlackState
+from gateway.sandbox.fake_socket_mode import FakeSocketMode
 
-BOT_USER_ID = "UBOT0001"
-BOT_ID = "BBOT0001"
-TEAM_ID = "T111"
-APP_TOKEN = "xapp-sandbox-token"
-
-
-@dataclass
-class Fault:
-    """Answer the next `count` calls of `method` with this instead of doing the work."""
-
-    method: str
-    count: int = 1
-    status: int = 200
-    error: str | None = None
-    retry_after: int | None = None
-    delay_s: float = 0.0
-    # Do the work, then wait `delay_s` before answering (normally): a post that succeeded but
-    # whose answer the caller may never read.
-    after_work: bool = False
-
-
-@dataclass
-class Call:
-    method: str
-    args: dict[str, Any]
-    at: float
-    outcome: str
-
-
-@dataclass
-class FakeState:
-    bot_token: str
-    messages: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # channel → ts → msg
-    ephemeral: list[dict[str, Any]] = field(default_factory=list)
-    statuses: list[dict[str, Any]] = field(default_factory=list)
-    responses: list[dict[str, Any]] = field(default_factory=list)  # posts to response_url
-    uploads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    calls: list[Call] = field(default_factory=list)
-    faults: list[Fault] = field(default_factory=list)
-    usergroups: dict[str, list[str]] = field(default_factory=dict)  # S… → member user ids
-    uploaded: dict[str, bytes] = field(default_factory=dict)  # file id → bytes sent to upload_url
-    # Slack refuses some messages as msg_too_long well below its documented limits; a test
-    # can lower these to make the fake do the same.
-    text_limit: int = MAX_TEXT_CHARS
-    markdown_limit: int = MAX_MARKDOWN_BLOCK_CHARS
-    app_token: str = APP_TOKEN
-    lock: threading.RLock = field(default_factory=threading.RLock)
-
-
-class SlackError(Exception):
-    def __init__(self, error: str, status: int = 200) -> None:
-        super().__init__(error)
-        self.error = error
-        self.status = status
+Answer = tuple[int, dict[str, Any], dict[str, str]]  # HTTP status, JSON body, headers
 
 
 class FakeSlack:
     def __init__(self, bot_token: str = "xoxb-test", host: str = "127.0.0.1", port: int = 0) -> None:
-        self.state = FakeState(bot_token=bot_token)
-        self._clock = itertools.count(1)
+        self.state = SlackState(bot_token=bot_token)
         self._server = LocalServer(_handler_for(self), "fake-slack", host, port)
-        self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = _methods(self)
-        self._socket_mode: Any = None
+        self.methods = SlackMethods(
+            self.state, base_url=self.url, socket_mode_url=lambda: self.socket_mode.url
+        )
+        self._socket_mode: FakeSocketMode | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -103,12 +49,10 @@ class FakeSlack:
         self._server.stop()
 
     @property
-    def socket_mode(self) -> Any:
+    def socket_mode(self) -> FakeSocketMode:
         """The Socket Mode server `apps.connections.open` points at (started on first use)."""
         with self.state.lock:
             if self._socket_mode is None:
-                from gateway.sandbox.fake_socket_mode import FakeSocketMode
-
                 self._socket_mode = FakeSocketMode().start()
             return self._socket_mode
 
@@ -123,133 +67,56 @@ class FakeSlack:
 
     # -- what a person sees ------------------------------------------------------------
 
-    def thread(self, channel: str, thread_ts: str, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+    def thread(self, channel: str, thread_ts: str, *, include_deleted: bool = False) -> list[Message]:
         """The thread as shown: its root and replies in ts order, after edits and deletes."""
-        with self.state.lock:
-            messages = self.state.messages.get(channel, {}).values()
-            shown = [
-                dict(message)
-                for message in messages
-                if (message["ts"] == thread_ts or message.get("thread_ts") == thread_ts)
-                and (include_deleted or not message.get("deleted"))
-            ]
-        return sorted(shown, key=lambda message: _ts_key(message["ts"]))
+        return self.state.thread(channel, thread_ts, include_deleted=include_deleted)
 
-    def channel_messages(self, channel: str) -> list[dict[str, Any]]:
-        with self.state.lock:
-            messages = [
-                dict(m) for m in self.state.messages.get(channel, {}).values() if not m.get("deleted")
-            ]
-        return sorted(messages, key=lambda message: _ts_key(message["ts"]))
+    def channel_messages(self, channel: str) -> list[Message]:
+        return self.state.channel_messages(channel)
 
-    def all_messages(self) -> list[dict[str, Any]]:
-        with self.state.lock:
-            channels = list(self.state.messages)
-        return [message for channel in channels for message in self.channel_messages(channel)]
+    def all_messages(self) -> list[Message]:
+        return self.state.all_messages()
 
     def calls(self, method: str | None = None) -> list[Call]:
-        with self.state.lock:
-            return [call for call in self.state.calls if method is None or call.method == method]
+        return self.state.calls_of(method)
 
     def inject(self, fault: Fault) -> None:
         with self.state.lock:
             self.state.faults.append(fault)
 
-    def add_user_message(
-        self, channel: str, text: str, user: str, thread_ts: str | None = None
-    ) -> dict[str, Any]:
+    def next_ts(self) -> str:
+        return self.state.next_ts()
+
+    def add_user_message(self, channel: str, text: str, user: str, thread_ts: str | None = None) -> Message:
         """Record a message a person typed (the sandbox does this before signing the event)."""
         message = {"ts": self.next_ts(), "channel": channel, "user": user, "text": text, "type": "message"}
         if thread_ts:
             message["thread_ts"] = thread_ts
-        return self._store(message)
+        return self.state.store(message)
 
-    # -- internals used by the methods -------------------------------------------------
+    # -- one Web API call --------------------------------------------------------------
 
-    def next_ts(self) -> str:
-        return f"{int(time.time())}.{next(self._clock):06d}"
-
-    def _store(self, message: dict[str, Any]) -> dict[str, Any]:
-        with self.state.lock:
-            self.state.messages.setdefault(message["channel"], {})[message["ts"]] = message
-            root = message.get("thread_ts")
-            if root and root != message["ts"]:
-                parent = self.state.messages[message["channel"]].get(root)
-                if parent is not None:
-                    parent["reply_count"] = parent.get("reply_count", 0) + 1
-        return message
-
-    def _message(self, channel: str, ts: str) -> dict[str, Any]:
-        message = self.state.messages.get(channel, {}).get(ts)
-        if message is None or message.get("deleted"):
-            raise SlackError("message_not_found")
-        return message
-
-    def _take_fault(self, method: str) -> Fault | None:
-        with self.state.lock:
-            for fault in self.state.faults:
-                if fault.method in (method, "*") and fault.count > 0:
-                    fault.count -= 1
-                    return fault
-        return None
-
-    def dispatch(
-        self, method: str, args: dict[str, Any], token: str | None
-    ) -> tuple[int, dict[str, Any], dict]:
-        fault = self._take_fault(method)
+    def dispatch(self, method: str, args: dict[str, Any], token: str | None) -> Answer:
+        fault = self.state.take_fault(method)
         if fault is not None and not fault.after_work:
             return self._fault_answer(method, args, fault)
         try:
-            _check_token(method, token, self.state)
-            handler = self.methods.get(method)
-            if handler is None:
-                raise SlackError("unknown_method")
-            body = {"ok": True, **handler(args)}
+            body = {"ok": True, **self.methods.call(method, args, token)}
         except SlackError as error:
-            self._log(method, args, error.error)
+            self.state.record_call(method, args, error.error)
             return error.status, {"ok": False, "error": error.error}, {}
-        self._log(method, args, "ok")
+        self.state.record_call(method, args, "ok")
         if fault is not None:
             time.sleep(fault.delay_s)
         return 200, body, {}
 
-    def _fault_answer(self, method: str, args: dict[str, Any], fault: Fault) -> tuple[int, dict, dict]:
+    def _fault_answer(self, method: str, args: dict[str, Any], fault: Fault) -> Answer:
         if fault.delay_s:
             time.sleep(fault.delay_s)
         headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
         error = fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")
-        self._log(method, args, f"fault:{fault.status}:{error}")
+        self.state.record_call(method, args, f"fault:{fault.status}:{error}")
         return fault.status, {"ok": False, "error": error}, headers
-
-    def _log(self, method: str, args: dict[str, Any], outcome: str) -> None:
-        with self.state.lock:
-            self.state.calls.append(Call(method=method, args=args, at=time.time(), outcome=outcome))
-
-
-APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
-
-
-def _check_token(method: str, token: str | None, state: FakeState) -> None:
-    """Slack's token rules: app-level methods take the xapp token, everything else the bot's."""
-    if method == "api.test":
-        return
-    expected = state.app_token if method in APP_TOKEN_METHODS else state.bot_token
-    if token == expected:
-        return
-    if token in (state.app_token, state.bot_token):
-        raise SlackError("not_allowed_token_type")
-    raise SlackError("invalid_auth")
-
-
-def _ts_key(ts: str) -> tuple[int, int]:
-    seconds, _, fraction = ts.partition(".")
-    return int(seconds), int(fraction or 0)
-
-
-def _methods(fake: FakeSlack) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
-    from gateway.sandbox.fake_slack import methods as fake_slack_methods
-
-    return fake_slack_methods.build(fake)
 
 
 def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:

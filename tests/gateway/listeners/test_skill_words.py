@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.listeners.skill_words import SkillRequest, skill_request
+from gateway.listeners._skill_words import SkillRequest, skill_request
 
 
 @pytest.mark.parametrize(

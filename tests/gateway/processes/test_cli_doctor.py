@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gateway.processes.cli import main
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN
 
 CLEARED = ("LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY")

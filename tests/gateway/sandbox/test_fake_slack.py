@@ -7,7 +7,7 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from gateway.sandbox.fake_slack.server import APP_TOKEN, FakeSlack, Fault
+from gateway.sandbox.fake_slack import APP_TOKEN, FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 
 

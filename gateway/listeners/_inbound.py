@@ -7,13 +7,16 @@ Both the `app_mention` and the `message` listener end here, so the twin deliveri
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from slack_bolt import BoltContext
 from slack_sdk.errors import SlackApiError
 
 from gateway.deps import Deps
-from gateway.listeners.controls import act, thread_word
-from gateway.listeners.skill_words import skill_request, use_skill
+from gateway.listeners._controls import act, thread_word
+from gateway.listeners._skill_words import skill_request, use_skill
 from jobs.input import record_input
 from jobs.keys import SessionKey
 from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
@@ -30,18 +33,24 @@ NOT_ALLOWED = "You can't start the agent here: this channel or your account is n
 class SlackInput:
     """One message that may become input. `addressed`: an @mention or a DM, spoken to the agent."""
 
-    team: str
-    channel: str
+    key: SessionKey  # the session of the message's thread
     user: str
     ts: str
-    thread_ts: str | None
     text: str
     event_id: str | None
     addressed: bool
 
-    @property
-    def key(self) -> SessionKey:
-        return SessionKey(team=self.team, channel=self.channel, thread_ts=self.thread_ts or self.ts)
+
+def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
+    """Who wrote it: a person, or a bot on SLACK_ALLOWED_BOTS; None for the agent and other bots."""
+    bot_id = event.get("bot_id")
+    if bot_id:
+        allowed = bot_id != context.bot_id and bot_id in deps.settings.allowed_bots
+        return str(bot_id) if allowed else None
+    if event.get("subtype") == "bot_message":
+        return None
+    user = event.get("user")
+    return user if isinstance(user, str) and user else None
 
 
 def take(deps: Deps, said: SlackInput) -> str:
@@ -51,7 +60,7 @@ def take(deps: Deps, said: SlackInput) -> str:
     key = said.key
     if not said.addressed and not session_exists(deps.redis, key):
         return IGNORED
-    claimed = claim(deps.redis, delivery_keys(said.team, said.event_id, said.channel, said.ts))
+    claimed = claim(deps.redis, delivery_keys(key.team, said.event_id, key.channel, said.ts))
     if not claimed.fresh:
         return "duplicate"
     try:
@@ -64,7 +73,7 @@ def take(deps: Deps, said: SlackInput) -> str:
 def _is_input(deps: Deps, said: SlackInput) -> bool:
     """Words for the model, from someone allowed to give them (not a skill or a control word)."""
     plain = skill_request(said.text) is None and thread_word(said.text) is None
-    return plain and deps.authz.may_start(said.channel, said.user)
+    return plain and deps.authz.may_start(said.key.channel, said.user)
 
 
 def _record(deps: Deps, said: SlackInput) -> str:
@@ -76,7 +85,7 @@ def _record(deps: Deps, said: SlackInput) -> str:
         user_input,
         turn_timeout_s=deps.turn_timeout_s,
         parked=PARKED_STATES,
-        dedupe_keys=delivery_keys(said.team, said.event_id, said.channel, said.ts),
+        dedupe_keys=delivery_keys(said.key.team, said.event_id, said.key.channel, said.ts),
         dedupe_ttl_s=DEDUPE_TTL_S,
         only_existing_session=not said.addressed,
     )

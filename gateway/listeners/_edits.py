@@ -15,8 +15,8 @@ from slack_bolt import BoltContext
 
 from gateway import payload
 from gateway.deps import Deps
-from gateway.listeners.inbound import tell
-from gateway.threads import strip_bot_mention
+from gateway.listeners._inbound import tell
+from gateway.threads import session_key_for, strip_bot_mention
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery
 from jobs.session.dedupe import claim, delivery_keys, release
@@ -45,7 +45,7 @@ def on_changed(deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any], co
     if not isinstance(new_text, str) or new_text == previous.get("text"):
         return  # unfurls and reply counts change a message without changing what it says
     ts = payload.text(message, "ts")
-    key = _key(body, event, context, payload.optional_text(message, "thread_ts") or ts)
+    key = session_key_for(payload.team_id(body, context.team_id), payload.text(event, "channel"), message)
     user = payload.text(message, "user")
     text = strip_bot_mention(new_text, context.bot_user_id)
     _apply(deps, body, event, key, lambda store: change_of(store, ts, text=text), user, EDITED, EDIT_TOO_LATE)
@@ -56,20 +56,11 @@ def on_deleted(deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any]) ->
     if not isinstance(previous, Mapping) or previous.get("bot_id"):
         return
     ts = payload.text(event, "deleted_ts")
-    key = _key(body, event, None, payload.optional_text(previous, "thread_ts") or ts)
+    key = session_key_for(payload.team_id(body, None), payload.text(event, "channel"), previous, ts=ts)
     user = payload.optional_text(previous, "user")
     if user is not None:
         change = lambda store: change_of(store, ts, text=None)  # noqa: E731
         _apply(deps, body, event, key, change, user, WITHDRAWN, DELETE_TOO_LATE)
-
-
-def _key(
-    body: Mapping[str, Any], event: Mapping[str, Any], context: BoltContext | None, thread_ts: str
-) -> SessionKey:
-    team = payload.optional_text(body, "team_id") or (context.team_id if context else None)
-    if not team:
-        raise payload.InvalidPayload("team_id is missing")
-    return SessionKey(team=team, channel=payload.text(event, "channel"), thread_ts=thread_ts)
 
 
 def _apply(
