@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import pytest
 from redis import Redis
 
-from agent.testing.fake_model import FakeLLM
-from gateway.sandbox.fake_slack.server import FakeSlack
+from agent.testing import FakeLLM
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 
 # Never the developer's REDIS_URL: these tests flush the database they are given.

@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gateway.sandbox.fake_slack.server import BOT_USER_ID, TEAM_ID
+from gateway.sandbox.fake_slack import BOT_USER_ID, TEAM_ID
 
 _ids = itertools.count(1)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 
 
 def bot_messages(fake: FakeSlack, channel: str, thread_ts: str) -> list[dict[str, Any]]:

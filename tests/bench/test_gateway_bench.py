@@ -15,7 +15,7 @@ import pytest
 
 from bench.gateway import HOST, fire, mention, signed_mentions, start_bare, trivial_asgi_app
 from bench.open_loop import Run, post, read_response
-from gateway.sandbox.fake_slack.server import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 
 RATE = 50

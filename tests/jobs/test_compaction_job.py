@@ -7,7 +7,7 @@ import asyncio
 from agent.fold import fold
 from agent.messages import user_message
 from agent.model.openai import OpenAICompatibleModel
-from agent.testing.fake_model import FakeLLM, Reply, text
+from agent.testing import FakeLLM, Reply, text
 from agent.wire import (
     AppendLoopEvent,
     AppendMessage,

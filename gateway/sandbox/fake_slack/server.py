@@ -18,10 +18,6 @@ from urllib.parse import parse_qsl, urlparse
 
 from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox.fake_slack.methods import SlackMethods
-
-# tests/slack_events.py still imports these from here; drop once it imports the package.
-from gateway.sandbox.fake_slack.state import BOT_USER_ID as BOT_USER_ID
-from gateway.sandbox.fake_slack.state import TEAM_ID as TEAM_ID
 from gateway.sandbox.fake_slack.state import Call, Fault, Message, SlackError, SlackState
 from gateway.sandbox.fake_socket_mode import FakeSocketMode
 

@@ -10,7 +10,7 @@ from agent.compaction.prompt import COMPACTION_INSTRUCTION
 from agent.loop.ports import CompactionFinished
 from agent.loop.turn_loop import LoopConfig
 from agent.messages import assistant_message
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from agent.wire import AppendMessage
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 from tests.polling import wait_for

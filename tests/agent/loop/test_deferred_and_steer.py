@@ -14,7 +14,7 @@ from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import ToolCall
 from agent.model.openai import OpenAICompatibleModel
 from agent.skills import SkillCatalog, SkillRoot, SkillTool
-from agent.testing.fake_model import FakeLLM, calls, text
+from agent.testing import FakeLLM, calls, text
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.builtin import builtin_tools
 from agent.tools.executor import ToolExecutor

@@ -9,7 +9,7 @@ from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.loop.ports import ParkedStep, ToolFinished
 from agent.loop.turn_loop import LoopConfig
 from agent.messages import user_message
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools.policy import Approved, AskForNamedTools, Rejected
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 from tests.polling import wait_for

@@ -17,7 +17,7 @@ from agent.model.errors import (
 )
 from agent.model.openai import OpenAICompatibleModel
 from agent.model.retrying import RetryingModel, RetryPolicy
-from agent.testing.fake_model import FakeLLM, Reply, calls, text
+from agent.testing import FakeLLM, Reply, calls, text
 
 
 class Heard:
