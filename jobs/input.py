@@ -21,10 +21,10 @@ from typing import Literal
 from redis import Redis
 
 from agent.wire import AppendMessage
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, meta_key, recent_session_key, turn_queued_key
 from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
-from jobs.session.state import RECENT_TTL_S, recent_key
+from jobs.session.state import RECENT_TTL_S
 from jobs.session.store import SessionStore, encode_record, now_ms
 from jobs.session.user_input import UserInput
 
@@ -113,8 +113,8 @@ def record_input(
     parked = list(parked)
     record = encode_record(AppendMessage(message=user_input.to_message()))
     keys = [
-        store.lease_key, store.inbox_key, store.wire_key, store.meta_key, key.redis_key("queued"),
-        recent_key(key.team, key.channel, user_input.user), job.key, job.queue_key, job.queues_key,
+        store.lease_key, store.inbox_key, store.wire_key, meta_key(key), turn_queued_key(key),
+        recent_session_key(key.team, key.channel, user_input.user), job.key, job.queue_key, job.queues_key,
         *dedupe_keys,
     ]  # fmt: skip
     args = [

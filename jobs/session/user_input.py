@@ -26,5 +26,6 @@ class UserInput(BaseModel):
         if self.message is not None:
             return self.message
         # The author is named in Slack's own syntax, so the model can address them in its answer.
-        origin = Origin(kind="user", user=self.user, ts=self.ts)
+        # Origin keeps kind-specific fields as pydantic extras, which only validation accepts.
+        origin = Origin.model_validate({"kind": "user", "user": self.user, "ts": self.ts})
         return Message(role="user", content=[TextPart(text=f"<@{self.user}>: {self.text}")], origin=origin)
