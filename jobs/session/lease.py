@@ -31,7 +31,7 @@ return 0
 """
 
 # Release only when no input is waiting, atomically: input pushed to the inbox after this
-# check goes to the wire log instead (see store._SUBMIT_INPUT), so nothing falls between.
+# check goes to the wire log instead (see jobs/input.lua), so nothing falls between.
 _RELEASE_IF_IDLE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('LLEN', KEYS[2]) > 0 then return 0 end

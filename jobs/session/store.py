@@ -14,7 +14,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel
 from redis import Redis
 
-from agent.wire import AppendMessage, record_to_json
+from agent.wire import record_to_json
 from jobs.keys import (
     NOTICE_FIELD,
     RECORD_FIELD,
@@ -39,17 +39,6 @@ if existing then return existing end
 local id = redis.call('XADD', KEYS[1], '*', '{RECORD_FIELD}', ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[2], id)
 return id
-"""
-
-# New input goes to the inbox while a turn holds the lease (the running loop takes it at its
-# next step) and straight onto the wire log otherwise (the next turn folds it).
-_SUBMIT_INPUT = f"""
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  return 'inbox'
-end
-redis.call('XADD', KEYS[3], '*', '{RECORD_FIELD}', ARGV[1])
-return 'wire'
 """
 
 # Take the whole inbox atomically, so no input is taken twice or dropped between LRANGE and DEL.
@@ -98,13 +87,11 @@ class SessionStore:
     # -- input -------------------------------------------------------------------------
 
     def submit(self, user_input: UserInput) -> Literal["wire", "inbox"]:
-        record = AppendMessage(message=user_input.to_message())
-        where = lua(self.redis, _SUBMIT_INPUT)(
-            keys=[self.lease_key, self.inbox_key, self.wire_key],
-            args=[encode_record(record), user_input.model_dump_json()],
-        )
-        self.touch()
-        return "inbox" if text(where) == "inbox" else "wire"
+        """Route the input (jobs/input.lua): the inbox while a turn runs, the wire otherwise."""
+        # jobs.input records input on top of this store, so it is imported on use, not above.
+        from jobs.input import route_input
+
+        return route_input(self.redis, self.key, user_input)
 
     def peek_inbox(self) -> list[UserInput]:
         return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]

@@ -1,4 +1,9 @@
-"""What a person said in a thread, as the gateway hands it to the session."""
+"""Input: what a person said in a thread, as the gateway hands it to the session.
+
+Recording input (jobs.input) puts it on the session's wire log, or in its inbox while a turn
+runs (jobs.session.inbox). It lives here, below both, so the store can read the inbox without
+importing the modules that record input.
+"""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from redis import Redis
 from redis.exceptions import ResponseError
 from rq.job import Job
 
-from jobs.input import _literal, record_input
-from jobs.keys import SessionKey, dedupe_key, meta_key, turn_queued_key
+from jobs.input import _literal, record_input, script_text
+from jobs.keys import SessionKey, dedupe_key, meta_key, recent_session_key, turn_queued_key
 from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, enqueue_turn, queue
 from jobs.session.dedupe import DEDUPE_TTL_S, delivery_keys
 from jobs.session.state import PARKED_STATES, latest_session, set_state
@@ -105,6 +105,25 @@ def test_a_queue_refusing_the_job_keeps_the_input_and_no_claim(redis: Redis) -> 
     assert not redis.exists(turn_queued_key(KEY)) and not redis.keys("rq:job:*")
     assert record(redis) == "duplicate"  # Slack's retry does not record it twice
     assert wire_inputs(redis) == ["1700000000.000100"]
+
+
+def test_submit_routes_through_the_same_script_and_does_nothing_else(redis: Redis) -> None:
+    store = SessionStore(redis, KEY)
+    assert store.submit(UserInput(text="an answer", user="agent", ts="agent:a1:c1")) == "wire"
+    redis.set(store.lease_key, "worker-1")
+    assert store.submit(UserInput(text="steer", user="agent", ts="agent:a1:c2")) == "inbox"
+
+    assert wire_inputs(redis) == ["agent:a1:c1"] and [i.ts for i in store.peek_inbox()] == ["agent:a1:c2"]
+    meta = store.meta.read()
+    assert meta.created is not None and (meta.owner, meta.state) == (None, "idle")
+    assert not redis.exists(turn_queued_key(KEY), recent_session_key(KEY.team, KEY.channel, "agent"))
+    assert queue(redis, TURNS_QUEUE).job_ids == []
+
+
+def test_the_script_has_every_name_spelled_in() -> None:
+    routing, recording = script_text(()), script_text((("timeout", "60"),))
+    assert "$" not in routing and "$" not in recording
+    assert '"timeout", "60"' in recording and '"timeout"' not in routing
 
 
 @pytest.mark.parametrize(
