@@ -8,6 +8,7 @@ decision; these functions only record who did.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from pydantic import BaseModel
 from redis import Redis
@@ -159,10 +160,10 @@ def settle_parked_step(store: SessionStore, reason: str) -> None:
     approvals.clear()
 
 
-def _record_cancelled(store: SessionStore, by: str, *, target: str) -> None:
+def _record_cancelled(store: SessionStore, by: str, *, target: Literal["active", "queued"]) -> None:
     recorded = store.meta.read().turn_id
     turn_id = "queued" if recorded is None else recorded
-    store.append(TurnCancel(turn_id=turn_id, target=target, reason="user_cancelled"))  # type: ignore[arg-type]
+    store.append(TurnCancel(turn_id=turn_id, target=target, reason="user_cancelled"))
     store.append(TurnEnded(turn_id=turn_id, reason="cancelled"))
     set_state(store, "cancelled", last_turn_reason="cancelled")
     store.post_notice(CancelledNotice(turn_id=turn_id, by=by, text=f"Stopped by <@{by}>."))

@@ -227,14 +227,14 @@ class TurnRunner:
         if outcome.reason in PARKED_REASONS:
             return self._parked(outcome, reporter)
         if reporter is not None:
-            reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]
+            reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]  # agent's ENDINGS types card states as str
         by = cancel_requested_by(self.store.redis, self.store.key)
         self.store.redis.delete(cancel_key(self.store.key))
         self.store.meta.clear_parked_step()
         ApprovalStore(self.store).clear()
         for notice in self._closing_notices(outcome, by):
             self.store.post_notice(notice)
-        set_state(self.store, ENDINGS[outcome.reason].state, last_turn_reason=outcome.reason)  # type: ignore[arg-type]
+        set_state(self.store, ENDINGS[outcome.reason].state, last_turn_reason=outcome.reason)  # type: ignore[arg-type]  # agent's ENDINGS types states as str
         schedule_delivery(self.store.redis, self.store.key)
         self._end_delegation(outcome, by)
         log.info(
@@ -243,7 +243,7 @@ class TurnRunner:
         return outcome.reason
 
     def _parked(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
-        set_state(self.store, ENDINGS[outcome.reason].state)  # type: ignore[arg-type]
+        set_state(self.store, ENDINGS[outcome.reason].state)  # type: ignore[arg-type]  # agent's ENDINGS types states as str
         if outcome.reason == "awaiting_approval":
             if reporter is not None:
                 reporter.finish("awaiting_approval")

@@ -23,7 +23,7 @@ def record(redis: Redis, ts: str = "1700000000.000100", event_id: str = "Ev1", *
     keys = delivery_keys(KEY.team, event_id, KEY.channel, ts)
     return record_input(
         redis, KEY, said, turn_timeout_s=60, parked=PARKED_STATES, dedupe_keys=keys,
-        dedupe_ttl_s=DEDUPE_TTL_S, **options,  # type: ignore[arg-type]
+        dedupe_ttl_s=DEDUPE_TTL_S, **options,  # type: ignore[arg-type]  # options are record_input's own
     )  # fmt: skip
 
 
