@@ -8,6 +8,7 @@ decision; these functions only record who did.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from pydantic import BaseModel
 from redis import Redis
@@ -20,7 +21,7 @@ from jobs.delegation.children import active_children, forget_child
 from jobs.delegation.tree_cards import close_card
 from jobs.delegation.waits import StepWaits
 from jobs.input import record_input
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, cancel_key, turn_queued_key
 from jobs.queues import (
     COMPACTION_JOB,
     SERIALIZER,
@@ -29,6 +30,7 @@ from jobs.queues import (
     schedule_delivery,
     schedule_turn,
 )
+from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore, Decision
 from jobs.session.history import load_fold
 from jobs.session.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
@@ -55,13 +57,9 @@ class SessionStatus(BaseModel):
     pending_approvals: int = 0
 
 
-def cancel_flag_key(key: SessionKey) -> str:
-    return key.redis_key("cancel")
-
-
 def cancel_requested_by(redis: Redis, key: SessionKey) -> str | None:
-    value = redis.get(cancel_flag_key(key))
-    return value.decode() if value else None
+    value = redis.get(cancel_key(key))
+    return text(value) if value else None
 
 
 def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_timeout_s: int) -> str:
@@ -74,12 +72,12 @@ def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_t
 
 def status(redis: Redis, key: SessionKey) -> SessionStatus:
     store = SessionStore(redis, key)
-    meta = store.meta()
+    meta = store.meta.read()
     return SessionStatus(
         exists=session_exists(redis, key),
-        state=meta.get("state", "idle"),
-        owner=meta.get("owner"),
-        last_turn_reason=meta.get("last_turn_reason"),
+        state=meta.state,
+        owner=meta.owner,
+        last_turn_reason=meta.last_turn_reason,
         waiting_inputs=int(redis.llen(store.inbox_key)),
         pending_approvals=len(ApprovalStore(store).pending()),
     )
@@ -93,8 +91,8 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
     store = SessionStore(redis, key)
     state = state_of(store)
     if state == "running":
-        redis.set(cancel_flag_key(key), by, ex=CANCEL_FLAG_TTL_S)
-        store.set_meta(cancel_at=str(now_ms()))
+        redis.set(cancel_key(key), by, ex=CANCEL_FLAG_TTL_S)
+        store.meta.note_cancel_asked(now_ms())
         return ControlResult(ok=True, message="Stopping the running turn; tools get 2 seconds to finish.")
     if state == "queued":
         return _cancel_queued(store, by)
@@ -108,11 +106,11 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
 def _cancel_queued(store: SessionStore, by: str) -> ControlResult:
     redis, key = store.redis, store.key
     # If the job starts before it is removed, it finds this flag and stops at once.
-    redis.set(cancel_flag_key(key), by, ex=CANCEL_FLAG_TTL_S)
-    token = redis.getdel(key.redis_key("queued"))
-    if token is not None and queue(redis, TURNS_QUEUE).remove(f"turn-{token.decode()}"):
-        Job.fetch(f"turn-{token.decode()}", connection=redis, serializer=SERIALIZER).delete()
-        redis.delete(cancel_flag_key(key))
+    redis.set(cancel_key(key), by, ex=CANCEL_FLAG_TTL_S)
+    token = redis.getdel(turn_queued_key(key))
+    if token is not None and queue(redis, TURNS_QUEUE).remove(f"turn-{text(token)}"):
+        Job.fetch(f"turn-{text(token)}", connection=redis, serializer=SERIALIZER).delete()
+        redis.delete(cancel_key(key))
         _record_cancelled(store, by, target="queued")
     return ControlResult(ok=True, message="Cancelled the queued turn before it started.")
 
@@ -162,9 +160,10 @@ def settle_parked_step(store: SessionStore, reason: str) -> None:
     approvals.clear()
 
 
-def _record_cancelled(store: SessionStore, by: str, *, target: str) -> None:
-    turn_id = store.meta().get("turn_id", "queued")
-    store.append(TurnCancel(turn_id=turn_id, target=target, reason="user_cancelled"))  # type: ignore[arg-type]
+def _record_cancelled(store: SessionStore, by: str, *, target: Literal["active", "queued"]) -> None:
+    recorded = store.meta.read().turn_id
+    turn_id = "queued" if recorded is None else recorded
+    store.append(TurnCancel(turn_id=turn_id, target=target, reason="user_cancelled"))
     store.append(TurnEnded(turn_id=turn_id, reason="cancelled"))
     set_state(store, "cancelled", last_turn_reason="cancelled")
     store.post_notice(CancelledNotice(turn_id=turn_id, by=by, text=f"Stopped by <@{by}>."))
@@ -186,8 +185,8 @@ def resume(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> Co
         return ControlResult(
             ok=False, message="Nothing to resume: the last turn finished. Reply in the thread."
         )
-    redis.delete(cancel_flag_key(key))
-    store.set_meta(resume_requested=by)
+    redis.delete(cancel_key(key))
+    store.meta.request_resume(by)
     if schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):
         set_state(store, "queued")
     store.post_notice(InfoNotice(text=f"Resumed by <@{by}>. Nothing that was interrupted is re-run."))

@@ -11,6 +11,7 @@ releasing at once enqueue each job once: the second one's transaction fails and 
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from redis import Redis
 from redis.exceptions import WatchError
@@ -28,8 +29,9 @@ def release_due_jobs(redis: Redis, queue: Queue, now: float | None = None) -> in
     with redis.pipeline() as pipe:
         while True:
             try:
-                pipe.watch(registry.key)
-                due = [d.decode() for d in pipe.zrangebyscore(registry.key, 0, until, 0, BATCH)]
+                pipe.watch(registry.key)  # type: ignore[no-untyped-call]  # redis-py leaves Pipeline.watch unannotated
+                members = cast(list[bytes], pipe.zrangebyscore(registry.key, 0, until, 0, BATCH))  # no scores
+                due = [member.decode() for member in members]
                 if not due:
                     return 0
                 jobs = Job.fetch_many(due, connection=redis, serializer=queue.serializer)

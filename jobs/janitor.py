@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Literal
 
 from redis import Redis
 from rq.command import send_stop_job_command
@@ -21,10 +22,10 @@ from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
 from jobs import runtime
 from jobs.control import cancel_requested_by
 from jobs.delegation.endings import child_lost
-from jobs.keys import PREFIX, SessionKey
+from jobs.keys import JANITOR_LOCK, RUNNING_SESSIONS, SessionKey, cancel_key, unknown_result_notice_key
 from jobs.queues import SERIALIZER, schedule_delivery
+from jobs.redis_text import text
 from jobs.session.history import load_fold
-from jobs.session.lease import RUNNING_SET
 from jobs.session.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
 from jobs.session.state import set_state, state_of
 from jobs.session.store import SessionStore, now_ms
@@ -34,7 +35,6 @@ log = logging.getLogger(__name__)
 
 JANITOR_EVERY_S = 10  # with the 20 s lease, a dead worker is noticed within 30 s
 CANCEL_BACKSTOP_S = 15  # a turn still running this long after a cancel is stopped through RQ
-JANITOR_LOCK = f"{PREFIX}:janitor"
 LAST_CARD_SCAN = 200  # outbox entries to look back through for the turn's progress card
 INTERRUPTED_TEXT = (
     "The worker running this turn stopped unexpectedly. Nothing was re-run; "
@@ -47,13 +47,13 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
     if not redis.set(JANITOR_LOCK, "1", nx=True, px=int(every_s * 1000)):
         return []
     marked = []
-    for member in redis.smembers(RUNNING_SET):
-        key = SessionKey.parse(member.decode())
+    for member in redis.smembers(RUNNING_SESSIONS):
+        key = SessionKey.parse(text(member))
         store = SessionStore(redis, key)
         if redis.exists(store.lease_key):
             _stop_if_ignoring_cancel(store)
             continue
-        redis.srem(RUNNING_SET, member)
+        redis.srem(RUNNING_SESSIONS, member)
         if state_of(store) == "running":
             mark_interrupted(store)
             marked.append(key)
@@ -61,11 +61,11 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
 
 
 def mark_interrupted(store: SessionStore) -> None:
-    meta = store.meta()
-    turn_id = meta.get("turn_id", "unknown")
+    recorded = store.meta.read().turn_id
+    turn_id = "unknown" if recorded is None else recorded
     folder = load_fold(store)
     for call in folder.pending_calls():
-        _notice_once(store, f"unknown:{call.id}", UnknownResultNotice(
+        _notice_once(store, call.id, UnknownResultNotice(
             turn_id=turn_id, tool_call_id=call.id, tool_name=call.name,
             summary=short_arguments(call.name, call.arguments),
         ))  # fmt: skip
@@ -73,11 +73,11 @@ def mark_interrupted(store: SessionStore) -> None:
         end = AppendLoopEvent(event=StepEnd(uuid=folder.open_step_uuid, finish_reason=ABANDONED))
         store.append(end, once_key=f"janitor:{folder.open_step_uuid}:end")
     cancelled_by = cancel_requested_by(store.redis, store.key)
-    reason = "cancelled" if cancelled_by else "interrupted"
+    reason: Literal["cancelled", "interrupted"] = "cancelled" if cancelled_by else "interrupted"
     store.append(TurnEnded(turn_id=turn_id, reason=reason), once_key=f"{turn_id}:ended")
     _close_card(store, turn_id, "cancelled" if cancelled_by else "interrupted")
     if cancelled_by:
-        store.redis.delete(store.key.redis_key("cancel"))
+        store.redis.delete(cancel_key(store.key))
         store.post_notice(
             CancelledNotice(turn_id=turn_id, by=cancelled_by, text=f"Stopped by <@{cancelled_by}>.")
         )
@@ -89,8 +89,8 @@ def mark_interrupted(store: SessionStore) -> None:
     log.warning("session %s: turn %s %s (worker gone)", store.key, turn_id, reason)
 
 
-def _notice_once(store: SessionStore, name: str, notice: UnknownResultNotice) -> None:
-    if store.redis.set(store.key.redis_key(name), "1", nx=True, ex=7 * 24 * 3600):
+def _notice_once(store: SessionStore, tool_call_id: str, notice: UnknownResultNotice) -> None:
+    if store.redis.set(unknown_result_notice_key(store.key, tool_call_id), "1", nx=True, ex=7 * 24 * 3600):
         store.post_notice(notice)
 
 
@@ -108,15 +108,15 @@ def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
 
 
 def _stop_if_ignoring_cancel(store: SessionStore) -> None:
-    meta = store.meta()
-    asked_at = int(meta.get("cancel_at", "0") or 0)
+    meta = store.meta.read()
+    asked_at = meta.cancel_at or 0
     if not cancel_requested_by(store.redis, store.key) or not asked_at:
         return
-    if now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000 or not meta.get("job"):
+    if now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000 or not meta.job:
         return
     try:
-        send_stop_job_command(store.redis, meta["job"], serializer=SERIALIZER)
-        log.warning("turn job %s of %s ignored a cancel; stopped it through RQ", meta["job"], store.key)
+        send_stop_job_command(store.redis, meta.job, serializer=SERIALIZER)
+        log.warning("turn job %s of %s ignored a cancel; stopped it through RQ", meta.job, store.key)
     except (InvalidJobOperation, NoSuchJobError):
         pass
-    store.redis.hdel(store.meta_key, "cancel_at")
+    store.meta.clear_cancel_asked()

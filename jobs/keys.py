@@ -1,10 +1,17 @@
-"""Session identity and the Redis key layout (DESIGN.md "Redis layout").
+"""Every Redis key threadline writes, and the field names of a session's hashes (docs/architecture.md,
+"Redis layout").
 
-All of a session's keys share one hash tag, `{team:channel:thread_ts}`, so a Redis Cluster
-keeps a session on one slot and the Lua scripts that touch several of its keys stay legal.
+This is the one place a key string is assembled: modules call the function for the key they
+use, so the whole layout can be read here. Each key says what it holds and which module owns
+it (writes it; others may read). A session's keys share one hash tag, `{team:channel:thread_ts}`,
+so a Redis Cluster keeps a session on one slot and the Lua scripts that touch several of its
+keys stay legal. RQ's own keys (`rq:job:<id>`, `rq:queue:<name>`, `rq:queues`) are RQ's: we
+take them from RQ (`Job.key_for`, `Queue.key`), never spell them.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -39,6 +46,7 @@ class SessionKey(BaseModel):
         return cls(team=team, channel=channel, thread_ts=thread_ts)
 
     def redis_key(self, part: str) -> str:
+        """The session's key `part`; call the named functions below rather than this."""
         return f"{PREFIX}:{{{self}}}:{part}"
 
     @property
@@ -51,5 +59,265 @@ class SessionKey(BaseModel):
         return SessionKey(team=self.team, channel=self.channel, thread_ts=thread_ts)
 
 
+# -- a session's state: jobs.session -------------------------------------------------------------
+
+
+def wire_key(key: SessionKey) -> str:
+    """Stream: the wire log, every record as JSON in field RECORD_FIELD (jobs.session.store)."""
+    return key.redis_key("wire")
+
+
+def wire_index_key(key: SessionKey) -> str:
+    """Hash: idempotency key → wire entry id, so a retried append writes once (jobs.session.store)."""
+    return key.redis_key("wireidx")
+
+
+def inbox_key(key: SessionKey) -> str:
+    """List: UserInput JSON waiting for the running turn's next step (jobs.input, jobs.session.inbox)."""
+    return key.redis_key("inbox")
+
+
+def outbox_key(key: SessionKey) -> str:
+    """Stream: notices for the thread, each as JSON in field NOTICE_FIELD (jobs.session.store)."""
+    return key.redis_key("outbox")
+
+
+def meta_key(key: SessionKey) -> str:
+    """Hash: the session's meta, fields MetaField below (jobs.session.meta; jobs.input records input)."""
+    return key.redis_key("meta")
+
+
+def lease_key(key: SessionKey) -> str:
+    """String: the token of the turn (or compaction) that holds the session (jobs.session.lease)."""
+    return key.redis_key("lease")
+
+
+def checkpoint_key(key: SessionKey) -> str:
+    """String: JSON of the folded history after a compaction and the wire id it covers
+    (jobs.session.history)."""
+    return key.redis_key("checkpoint")
+
+
+def approvals_key(key: SessionKey) -> str:
+    """Hash: approval id → the parked call's Approval JSON (jobs.session.approvals)."""
+    return key.redis_key("approvals")
+
+
+def approval_states_key(key: SessionKey) -> str:
+    """Hash: approval id → pending / approved / denied / cancelled (jobs.session.approvals)."""
+    return key.redis_key("approval_state")
+
+
+def approval_deciders_key(key: SessionKey) -> str:
+    """Hash: approval id → the Slack user who decided it (jobs.session.approvals)."""
+    return key.redis_key("approval_by")
+
+
+# -- scheduling and control: jobs.queues, jobs.control, jobs.janitor ------------------------------
+
+
+def turn_queued_key(key: SessionKey) -> str:
+    """String: the token of the turn job queued and not yet started; one per session (jobs.queues,
+    jobs.input)."""
+    return key.redis_key("queued")
+
+
+def delivery_queued_key(key: SessionKey) -> str:
+    """String: set while a delivery job is queued and not yet started (jobs.queues)."""
+    return key.redis_key("delivery_queued")
+
+
+def cancel_key(key: SessionKey) -> str:
+    """String: who asked to cancel the turn; the running loop stops when it sees it (jobs.control)."""
+    return key.redis_key("cancel")
+
+
+def unknown_result_notice_key(key: SessionKey, tool_call_id: str) -> str:
+    """String: set once the janitor posted the unknown-result notice of this call (jobs.janitor)."""
+    return key.redis_key(f"unknown:{tool_call_id}")
+
+
+RUNNING_SESSIONS: Final = f"{PREFIX}:running"
+"""Set: sessions that hold (or held) a lease, which the janitor sweeps (jobs.session.lease)."""
+
+JANITOR_LOCK: Final = f"{PREFIX}:janitor"
+"""String: held for one sweep, so one worker at a time sweeps (jobs.janitor)."""
+
+
+# -- recording input: jobs.input, jobs.session.dedupe, jobs.session.state ---------------------------------
+
+
 def dedupe_key(*parts: str) -> str:
+    """String: a Slack delivery seen in the last hour; its claim token (jobs.session.dedupe)."""
     return f"{PREFIX}:dedupe:" + ":".join(parts)
+
+
+def event_dedupe_key(team: str, event_id: str) -> str:
+    """The dedupe key of one Slack event id (a redelivery has the same)."""
+    return dedupe_key(team, "event", event_id)
+
+
+def message_dedupe_key(team: str, channel: str, ts: str) -> str:
+    """The dedupe key of one Slack message (an @mention's `message` twin has the same)."""
+    return dedupe_key(team, "message", channel, ts)
+
+
+def recent_session_key(team: str, channel: str, user: str) -> str:
+    """String: the session this user last spoke in, in this channel (jobs.input; jobs.session.state
+    reads it for `/agent cancel` without a link)."""
+    return f"{PREFIX}:recent:{team}:{channel}:{user}"
+
+
+# -- delegation: jobs.delegation -----------------------------------------------------------------
+
+
+def children_key(parent: SessionKey) -> str:
+    """Set: the parent's sub-agent sessions still working, which a cancel walks
+    (jobs.delegation.children)."""
+    return parent.redis_key("children")
+
+
+def approval_routes_key(root: SessionKey) -> str:
+    """Hash: approval id → the sub-agent session that asked, kept by its root (whose thread shows
+    the request) (jobs.delegation.child_approvals)."""
+    return root.redis_key("approval_routes")
+
+
+def waits_key(key: SessionKey) -> str:
+    """Hash: a step parked on sub-agents, tool call id → `pending` or the result's JSON, plus
+    WAIT_STEP_FIELD and WAIT_ARMED_FIELD (jobs.delegation.waits)."""
+    return key.redis_key("waits")
+
+
+def swarm_key(parent: SessionKey, call_id: str) -> str:
+    """Hash: an AgentSwarm call, fields SwarmField below (jobs.delegation.swarms)."""
+    return parent.redis_key(f"swarm:{call_id}")
+
+
+def swarm_next_key(parent: SessionKey, call_id: str) -> str:
+    """List: the indexes of the swarm's items not started yet (jobs.delegation.swarms)."""
+    return parent.redis_key(f"swarm:{call_id}:next")
+
+
+def card_key(key: SessionKey) -> str:
+    """String: the turn's progress card JSON, without its sub-agents' lines
+    (jobs.delegation.tree_cards)."""
+    return key.redis_key("card")
+
+
+def card_children_key(key: SessionKey) -> str:
+    """Hash: tool call id (`<id>#<item>` for a swarm item) → its sub-agent's card lines JSON
+    (jobs.delegation.tree_cards)."""
+    return key.redis_key("card_children")
+
+
+def card_lock_key(key: SessionKey) -> str:
+    """String: held while the card is composed and passed up (jobs.delegation.tree_cards)."""
+    return key.redis_key("card_lock")
+
+
+def workspace_writers_key(workspace_digest: str) -> str:
+    """Hash: holder → lease expiry and the entries it writes, for one workspace
+    (jobs.delegation.write_lock). A hash tag of its own: sessions of one workspace share it."""
+    return f"{PREFIX}:{{ws:{workspace_digest}}}:writers"
+
+
+# -- delivery to Slack: gateway.delivery ---------------------------------------------------------
+
+
+def delivering_key(key: SessionKey) -> str:
+    """String: the lock of the one delivery run posting to the thread (gateway.delivery.job)."""
+    return key.redis_key("delivering")
+
+
+def ledger_key(key: SessionKey) -> str:
+    """Hash: outbox entry (or a part of one) → the Slack ts it was posted as (gateway.delivery.ledger)."""
+    return key.redis_key("ledger")
+
+
+def in_flight_key(key: SessionKey) -> str:
+    """Hash: entry → when its post began, until the ts is recorded (gateway.delivery.ledger)."""
+    return key.redis_key("inflight")
+
+
+def ledger_notes_key(key: SessionKey) -> str:
+    """Hash: small facts of delivery, by name: how an answer was split, card timings, retries
+    (gateway.delivery.ledger)."""
+    return key.redis_key("ledger_notes")
+
+
+def pending_cards_key(key: SessionKey) -> str:
+    """Hash: turn id → the latest card snapshot waiting for its edit slot (gateway.delivery.cards)."""
+    return key.redis_key("cards_pending")
+
+
+def timer_key(key: SessionKey, purpose: str) -> str:
+    """String: set while a delivery for `purpose` is scheduled, one per purpose
+    (gateway.delivery.timers)."""
+    return key.redis_key(f"timer:{purpose}")
+
+
+def slack_pause_key(team: str) -> str:
+    """String: set while Slack's Retry-After runs for the workspace (gateway.delivery.job)."""
+    return f"{PREFIX}:slack_pause:{team}"
+
+
+def pace_key(team: str, channel: str) -> str:
+    """String: the channel's next free posting slot, in ms (gateway.delivery.pacing)."""
+    return f"{PREFIX}:pace:{team}:{channel}"
+
+
+# -- the gateway ----------------------------------------------------------------------------------
+
+
+def usergroup_cache_key(team: str, group: str) -> str:
+    """String: JSON of a Slack user group's members, cached for a while (gateway.authz)."""
+    return f"{PREFIX}:usergroup:{team}:{group}"
+
+
+# -- field names ----------------------------------------------------------------------------------
+
+RECORD_FIELD: Final = "r"  # the one field of a wire log entry
+NOTICE_FIELD: Final = "n"  # the one field of an outbox entry
+
+
+class MetaField:
+    """The fields of a session's meta hash (read and written through jobs.session.meta)."""
+
+    STATE: Final = "state"  # lifecycle state (jobs.session.state); absent means idle
+    UPDATED: Final = "updated"  # ms of the last state change
+    CREATED: Final = "created"  # ms the session was first written
+    OWNER: Final = "owner"  # the Slack user whose message started the session (gateway.authz reads it)
+    TURN_ID: Final = "turn_id"  # the running (or last) turn
+    JOB: Final = "job"  # that turn's RQ job id, which the janitor stops a turn that ignores a cancel by
+    LAST_TURN_REASON: Final = "last_turn_reason"  # how the last turn ended (a TurnEndReason)
+    PARKED_STEP: Final = "parked_step"  # the step waiting for approvals (jobs.turn.sink)
+    RESUME_REQUESTED: Final = "resume_requested"  # who said resume; the next turn runs even with no input
+    CANCEL_AT: Final = "cancel_at"  # ms a running turn was asked to cancel (jobs.control, jobs.janitor)
+    DELIVERED: Final = "delivered"  # the outbox id delivered through (gateway.delivery.job)
+    # A sub-agent's place under its parent (jobs.delegation.children.ChildInfo).
+    SUB_PARENT: Final = "sub_parent"
+    SUB_ROOT: Final = "sub_root"
+    SUB_DEPTH: Final = "sub_depth"
+    SUB_AGENT_ID: Final = "sub_agent_id"
+    SUB_CALL_ID: Final = "sub_call_id"
+    SUB_MODE: Final = "sub_mode"
+    SUB_DESCRIPTION: Final = "sub_description"
+    SUB_PROFILE: Final = "sub_profile"
+    SUB_ITEM: Final = "sub_item"
+
+
+WAIT_STEP_FIELD: Final = "~step"  # waits_key: the parked step's uuid
+WAIT_ARMED_FIELD: Final = "~armed"  # waits_key: '1' once the step's batch is done and it waits
+
+
+class SwarmField:
+    """The fields of a swarm's hash (swarm_key)."""
+
+    DESCRIPTION: Final = "description"
+    TOTAL: Final = "total"  # how many items
+    LABELS: Final = "labels"  # JSON list of the items' labels
+    SEED: Final = "seed"  # JSON of the forked history every item starts from (stored once)
+    SPEC: Final = "spec:"  # + item index: the item's ChildSpec JSON
+    RESULT: Final = "result:"  # + item index: the item's ChildOutcome JSON
+    DONE: Final = "done"  # how many items have ended

@@ -13,7 +13,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 from rq.utils import get_call_string, now, utcformat
 
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, delivery_queued_key, turn_queued_key
 
 TURNS_QUEUE = "turns"
 SLACK_QUEUE = "slack"
@@ -48,7 +48,7 @@ def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool
     through anyway is harmless: it finds the session's lease taken, or nothing to answer.
     """
     token = new_turn_token()
-    if not redis.set(key.redis_key("queued"), token, nx=True, ex=QUEUED_FLAG_TTL_S):
+    if not redis.set(turn_queued_key(key), token, nx=True, ex=QUEUED_FLAG_TTL_S):
         return False
     return enqueue_turn(redis, key, token, turn_timeout_s=turn_timeout_s)
 
@@ -88,7 +88,7 @@ def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) 
     turns = queue(redis, TURNS_QUEUE)
     args = (str(key),)
     stamp = utcformat(now())
-    data = zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))
+    data = zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))  # type: ignore[no-untyped-call]  # rq leaves JSONSerializer.dumps unannotated
     description = get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH) or ""
     own: Fields = tuple(zip(OWN_FIELDS, (stamp, data, description, stamp), strict=True))
     job_id = f"turn-{token}"
@@ -142,13 +142,13 @@ def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: i
     except DuplicateJobError:
         return False
     except Exception:
-        redis.delete(key.redis_key("queued"))  # let the next attempt enqueue
+        redis.delete(turn_queued_key(key))  # let the next attempt enqueue
         raise
     return True
 
 
 def clear_turn_flag(redis: Redis, key: SessionKey) -> None:
-    redis.delete(key.redis_key("queued"))
+    redis.delete(turn_queued_key(key))
 
 
 def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
@@ -160,17 +160,17 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     """
     if key.is_subagent:
         return False
-    if not redis.set(key.redis_key("delivery_queued"), "1", nx=True, ex=QUEUED_FLAG_TTL_S):
+    if not redis.set(delivery_queued_key(key), "1", nx=True, ex=QUEUED_FLAG_TTL_S):
         return False
     try:
         queue(redis, SLACK_QUEUE).enqueue(
             DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=FAILURE_TTL_S
         )
     except Exception:
-        redis.delete(key.redis_key("delivery_queued"))
+        redis.delete(delivery_queued_key(key))
         raise
     return True
 
 
 def delivery_started(redis: Redis, key: SessionKey) -> None:
-    redis.delete(key.redis_key("delivery_queued"))
+    redis.delete(delivery_queued_key(key))

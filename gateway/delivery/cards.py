@@ -15,6 +15,8 @@ from gateway.delivery.status import AssistantStatus
 from gateway.delivery.timers import deliver_later
 from gateway.render.notices import SlackMessage
 from gateway.render.progress_card import card_blocks, card_text
+from jobs.keys import pending_cards_key
+from jobs.redis_text import text
 from jobs.session.notices import ProgressNotice
 from jobs.session.store import SessionStore
 
@@ -38,7 +40,7 @@ class Cards:
         self.poster = poster
         self.ledger = poster.ledger
         self.status = status
-        self.pending_key = store.key.redis_key("cards_pending")
+        self.pending_key = pending_cards_key(store.key)
 
     def show(self, notice_id: str, notice: ProgressNotice) -> None:
         card = notice.card
@@ -69,10 +71,10 @@ class Cards:
     def show_due(self) -> None:
         """Show pending snapshots whose card may change now (called by every delivery run)."""
         for turn_id, notice_id in self.store.redis.hgetall(self.pending_key).items():
-            notice = self._read(notice_id.decode())
+            notice = self._read(text(notice_id))
             self.store.redis.hdel(self.pending_key, turn_id)
             if isinstance(notice, ProgressNotice):
-                self.show(notice_id.decode(), notice)
+                self.show(text(notice_id), notice)
 
     def refresh_status(self) -> None:
         """Keep "is working…" alive while a card runs (Slack drops it after two minutes)."""

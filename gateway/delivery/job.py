@@ -21,14 +21,13 @@ from gateway.delivery.status import AssistantStatus
 from gateway.delivery.timers import deliver_later
 from gateway.slack_client import web_client
 from jobs import runtime
-from jobs.keys import PREFIX, SessionKey
+from jobs.keys import SessionKey, delivering_key, slack_pause_key
 from jobs.queues import delivery_started
 from jobs.session.notices import Notice, ProgressNotice
 from jobs.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 
-CURSOR_FIELD = "delivered"
 WATCHDOG_S = LOCK_TTL_MS / 1000 + 5  # if this run dies, a later one finishes its work
 # Slack errors that no retry can fix: the notice is skipped (logged) so the thread is not stuck.
 PERMANENT_ERRORS = frozenset(
@@ -83,13 +82,13 @@ class Delivery:
         self.posting = NoticePosting(self.poster, self.status)
 
     def run(self) -> int:
-        paused_ms = self.redis.pttl(pause_key(self.key.team))
+        paused_ms = self.redis.pttl(slack_pause_key(self.key.team))
         if paused_ms > 0:  # Slack asked this workspace to wait: no delivery may post before then
             deliver_later(self.redis, self.key, "retry", paused_ms / 1000)
             return 0
         handled = 0
         while True:
-            lock = DeliveryLock(self.redis, self.key.redis_key("delivering"))
+            lock = DeliveryLock(self.redis, delivering_key(self.key))
             if not lock.acquire():
                 # The holder looks again after letting go; this covers a holder that died.
                 deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
@@ -102,7 +101,7 @@ class Delivery:
                     log.warning(
                         "%s: rate limited past the retries; again in %ss", self.key, limited.retry_after_s
                     )
-                    self.redis.set(pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
+                    self.redis.set(slack_pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
                     deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
                     return handled
             if not self._pending():
@@ -120,7 +119,7 @@ class Delivery:
         return bool(self.store.notices(after=self._cursor(), count=1))
 
     def _cursor(self) -> str | None:
-        return self.store.meta().get(CURSOR_FIELD)
+        return self.store.meta.read().delivered
 
     def _drain(self) -> int:
         entries = self.store.notices(after=self._cursor())
@@ -133,7 +132,7 @@ class Delivery:
                 self._deliver_one(newest_id, newest)
             else:
                 self._deliver_one(notice_id, notice)
-            self.store.set_meta(**{CURSOR_FIELD: notice_id})
+            self.store.meta.set_delivered(notice_id)
         return len(entries)
 
     def _deliver_one(self, notice_id: str, notice: Notice) -> None:
@@ -168,11 +167,6 @@ class Delivery:
         )
         deliver_later(self.redis, self.key, "retry", delay)
         raise error
-
-
-def pause_key(team: str) -> str:
-    """Set while Slack's Retry-After runs: its rate limits are per workspace and method."""
-    return f"{PREFIX}:slack_pause:{team}"
 
 
 def _retry_after(error: SlackApiError) -> float:

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import time
 
+from jobs.keys import in_flight_key, ledger_key, ledger_notes_key
+from jobs.redis_text import text
 from jobs.session.store import SessionStore
 
 
 class Ledger:
     def __init__(self, store: SessionStore) -> None:
         self.redis = store.redis
-        self.ts_key = store.key.redis_key("ledger")
-        self.flight_key = store.key.redis_key("inflight")
-        self.notes_key = store.key.redis_key("ledger_notes")
+        self.ts_key = ledger_key(store.key)
+        self.flight_key = in_flight_key(store.key)
+        self.notes_key = ledger_notes_key(store.key)
 
     def ts(self, entry: str) -> str | None:
         value = self.redis.hget(self.ts_key, entry)
-        return value.decode() if value else None
+        return text(value) if value else None
 
     def in_flight_since(self, entry: str) -> float | None:
         value = self.redis.hget(self.flight_key, entry)
@@ -43,7 +45,7 @@ class Ledger:
     def note(self, name: str) -> str | None:
         """Small facts delivery keeps beside the ledger (how an answer was split, card timings)."""
         value = self.redis.hget(self.notes_key, name)
-        return value.decode() if value else None
+        return text(value) if value else None
 
     def set_note(self, name: str, value: str) -> None:
         self.redis.hset(self.notes_key, name, value)

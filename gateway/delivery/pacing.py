@@ -11,7 +11,7 @@ import time
 
 from redis import Redis
 
-from jobs.keys import PREFIX
+from jobs.keys import pace_key
 from jobs.lua import lua
 
 POST_INTERVAL_MS = 1000  # Slack: "1 message per second per channel", short bursts tolerated
@@ -29,10 +29,6 @@ local next_tat = tat + tonumber(ARGV[1])
 redis.call('SET', KEYS[1], next_tat, 'PX', next_tat - now + 1000)
 return wait
 """
-
-
-def pace_key(team: str, channel: str) -> str:
-    return f"{PREFIX}:pace:{team}:{channel}"
 
 
 def reserve_post(redis: Redis, team: str, channel: str) -> float:

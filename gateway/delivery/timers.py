@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from redis import Redis
 
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, timer_key
 from jobs.queues import DELIVERY_JOB, DELIVERY_TIMEOUT_S, SLACK_QUEUE, queue
 
 
@@ -20,7 +20,7 @@ def deliver_later(redis: Redis, key: SessionKey, purpose: str, seconds: float) -
     # RQ keeps scheduled times in whole seconds (truncated), so a job could be released up to
     # a second early; rounding up makes "later" never mean "sooner".
     due = math.ceil(time.time() + max(seconds, 0.001))
-    flag = key.redis_key(f"timer:{purpose}")
+    flag = timer_key(key, purpose)
     if not redis.set(flag, "1", nx=True, px=max(1, int((due - time.time()) * 1000))):
         return False
     queue(redis, SLACK_QUEUE).enqueue_at(

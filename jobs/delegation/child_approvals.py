@@ -11,17 +11,14 @@ from __future__ import annotations
 from redis import Redis
 
 from jobs.delegation.children import child_info
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, approval_routes_key
 from jobs.queues import schedule_delivery
+from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore
 from jobs.session.notices import ApprovalRequestNotice
 from jobs.session.store import SessionStore
 
 ROUTES_TTL_S = 7 * 24 * 3600  # as long as an approval card is worth clicking
-
-
-def routes_key(root: SessionKey) -> str:
-    return root.redis_key("approval_routes")
 
 
 def forward_approvals(store: SessionStore) -> None:
@@ -30,7 +27,7 @@ def forward_approvals(store: SessionStore) -> None:
         return
     root = SessionStore(store.redis, info.root)
     for approval in ApprovalStore(store).pending():
-        store.redis.hset(routes_key(info.root), approval.approval_id, str(store.key))
+        store.redis.hset(approval_routes_key(info.root), approval.approval_id, str(store.key))
         reason = f"Asked by the sub-agent “{info.description}”." + (
             f" {approval.reason}" if approval.reason else ""
         )
@@ -44,11 +41,11 @@ def forward_approvals(store: SessionStore) -> None:
                 reason=reason,
             )
         )
-    store.redis.expire(routes_key(info.root), ROUTES_TTL_S)
+    store.redis.expire(approval_routes_key(info.root), ROUTES_TTL_S)
     schedule_delivery(store.redis, info.root)
 
 
 def approval_route(redis: Redis, key: SessionKey, approval_id: str) -> SessionKey | None:
     """The sub-agent session an approval shown in this thread belongs to, if any."""
-    raw = redis.hget(routes_key(key), approval_id)
-    return SessionKey.parse(raw.decode()) if raw else None
+    raw = redis.hget(approval_routes_key(key), approval_id)
+    return SessionKey.parse(text(raw)) if raw else None

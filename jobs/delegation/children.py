@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from redis import Redis
 
 from agent.delegation.launcher import ChildSpec
 from agent.messages import Message, Origin, TextPart
 from agent.wire import AppendMessage
-from jobs.keys import SessionKey
+from jobs.keys import MetaField, SessionKey, children_key
 from jobs.queues import schedule_turn
+from jobs.redis_text import text
+from jobs.session.meta import SessionMeta
 from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 
 Mode = Literal["foreground", "swarm", "background"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.]")
-META_PREFIX = "sub_"
 
 
 def agent_id_for(tool_call_id: str, item: int | None = None) -> str:
@@ -47,53 +48,51 @@ class ChildInfo:
     item: int | None = None
 
     def to_meta(self) -> dict[str, str]:
-        fields = {
-            "parent": str(self.parent),
-            "root": str(self.root),
-            "depth": str(self.depth),
-            "agent_id": self.agent_id,
-            "call_id": self.call_id,
-            "mode": self.mode,
-            "description": self.description,
-            "profile": self.profile,
-            "item": "" if self.item is None else str(self.item),
+        """The sub-agent fields of the session's meta hash (MetaHash.set_lineage)."""
+        return {
+            MetaField.SUB_PARENT: str(self.parent),
+            MetaField.SUB_ROOT: str(self.root),
+            MetaField.SUB_DEPTH: str(self.depth),
+            MetaField.SUB_AGENT_ID: self.agent_id,
+            MetaField.SUB_CALL_ID: self.call_id,
+            MetaField.SUB_MODE: self.mode,
+            MetaField.SUB_DESCRIPTION: self.description,
+            MetaField.SUB_PROFILE: self.profile,
+            MetaField.SUB_ITEM: "" if self.item is None else str(self.item),
         }
-        return {META_PREFIX + name: value for name, value in fields.items()}
 
     @classmethod
-    def from_meta(cls, meta: dict[str, str]) -> ChildInfo | None:
-        if META_PREFIX + "parent" not in meta:
+    def from_meta(cls, meta: SessionMeta) -> ChildInfo | None:
+        if meta.sub_parent is None:
             return None
-        get = lambda name: meta.get(META_PREFIX + name, "")  # noqa: E731
         return cls(
-            parent=SessionKey.parse(get("parent")),
-            root=SessionKey.parse(get("root")),
-            depth=int(get("depth") or 1),
-            agent_id=get("agent_id"),
-            call_id=get("call_id"),
-            mode=get("mode"),  # type: ignore[arg-type]
-            description=get("description"),
-            profile=get("profile"),
-            item=int(get("item")) if get("item") else None,
+            parent=SessionKey.parse(meta.sub_parent),
+            root=SessionKey.parse(meta.sub_root or ""),
+            depth=int(meta.sub_depth or 1),
+            agent_id=meta.sub_agent_id or "",
+            call_id=meta.sub_call_id or "",
+            mode=cast(Mode, meta.sub_mode or ""),  # written from a Mode by to_meta
+            description=meta.sub_description or "",
+            profile=meta.sub_profile or "",
+            item=int(meta.sub_item) if meta.sub_item else None,
         )
 
 
 def child_info(store: SessionStore) -> ChildInfo | None:
     """The session's place under its parent; None for a session people started in Slack."""
-    return ChildInfo.from_meta(store.meta()) if store.key.is_subagent else None
-
-
-def children_key(parent: SessionKey) -> str:
-    return parent.redis_key("children")
+    return ChildInfo.from_meta(store.meta.read()) if store.key.is_subagent else None
 
 
 def active_children(redis: Redis, parent: SessionKey) -> list[SessionKey]:
-    return [SessionKey.parse(raw) for raw in sorted(m.decode() for m in redis.smembers(children_key(parent)))]
+    return [SessionKey.parse(raw) for raw in sorted(text(m) for m in redis.smembers(children_key(parent)))]
 
 
 def task_message(spec: ChildSpec, info: ChildInfo) -> Message:
     """The sub-agent's task, as the user input of its session."""
-    origin = Origin(kind="user", trigger="agent", parent=str(info.parent), tool_call_id=info.call_id)
+    # Origin keeps kind-specific fields as pydantic extras, which only validation accepts.
+    origin = Origin.model_validate(
+        {"kind": "user", "trigger": "agent", "parent": str(info.parent), "tool_call_id": info.call_id}
+    )
     return Message(role="user", content=[TextPart(text=spec.prompt)], origin=origin)
 
 
@@ -101,7 +100,7 @@ def create_child(redis: Redis, info: ChildInfo, spec: ChildSpec, key: SessionKey
     """Write the child's session (meta, inherited history, task) without starting it."""
     store = SessionStore(redis, key)
     store.touch()
-    store.set_meta(**info.to_meta())
+    store.meta.set_lineage(info.to_meta())
     for index, message in enumerate(spec.seed):
         # The parent's wire ids mean nothing in the child's log; the child's own ids replace them.
         store.append(AppendMessage(message=message.model_copy(update={"id": None})), once_key=f"seed:{index}")
@@ -110,7 +109,7 @@ def create_child(redis: Redis, info: ChildInfo, spec: ChildSpec, key: SessionKey
 
 
 def give_task(store: SessionStore, info: ChildInfo, spec: ChildSpec) -> None:
-    store.set_meta(**info.to_meta())
+    store.meta.set_lineage(info.to_meta())
     store.append(AppendMessage(message=task_message(spec, info)), once_key=f"task:{info.call_id}")
     store.redis.sadd(children_key(info.parent), str(store.key))
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import cast
 
 from pydantic import TypeAdapter
 from redis import Redis
+from redis.typing import EncodableT, FieldT
 
 from agent.delegation.launcher import ChildSpec, SpawnRefused, SwarmRequest
 from agent.delegation.results import ChildOutcome, swarm_result
@@ -21,16 +23,18 @@ from agent.messages import Message
 from agent.tools.base import ToolResult
 from jobs.delegation.spawning import Lineage, launch_child, plan_child
 from jobs.delegation.waits import StepWaits
+from jobs.keys import SwarmField, swarm_key, swarm_next_key
 from jobs.lua import lua
+from jobs.redis_text import text_map
 from jobs.session.store import SessionStore
 
 _MESSAGES = TypeAdapter(list[Message])
 SWARM_TTL_S = 7 * 24 * 3600  # a swarm whose parent was stopped leaves nothing behind for longer
 
 # -1: this item's outcome was already recorded; otherwise how many items have ended.
-_ITEM_DONE = """
-if redis.call('HSETNX', KEYS[1], 'result:' .. ARGV[1], ARGV[2]) == 0 then return -1 end
-return redis.call('HINCRBY', KEYS[1], 'done', 1)
+_ITEM_DONE = f"""
+if redis.call('HSETNX', KEYS[1], '{SwarmField.RESULT}' .. ARGV[1], ARGV[2]) == 0 then return -1 end
+return redis.call('HINCRBY', KEYS[1], '{SwarmField.DONE}', 1)
 """
 
 
@@ -38,8 +42,8 @@ class Swarm:
     def __init__(self, parent: SessionStore, call_id: str) -> None:
         self.parent = parent
         self.call_id = call_id
-        self.key = parent.key.redis_key(f"swarm:{call_id}")
-        self.next_key = parent.key.redis_key(f"swarm:{call_id}:next")
+        self.key = swarm_key(parent.key, call_id)
+        self.next_key = swarm_next_key(parent.key, call_id)
 
     @property
     def redis(self) -> Redis:
@@ -47,14 +51,14 @@ class Swarm:
 
     def create(self, request: SwarmRequest) -> None:
         seed = request.children[0].seed if request.children else ()
-        fields = {
-            "description": request.description,
-            "total": str(len(request.children)),
-            "labels": json.dumps(request.labels),
-            "seed": json.dumps([m.model_dump(mode="json", exclude_none=True) for m in seed]),
+        fields: dict[FieldT, EncodableT] = {
+            SwarmField.DESCRIPTION: request.description,
+            SwarmField.TOTAL: str(len(request.children)),
+            SwarmField.LABELS: json.dumps(request.labels),
+            SwarmField.SEED: json.dumps([m.model_dump(mode="json", exclude_none=True) for m in seed]),
         }
         for index, child in enumerate(request.children):
-            fields[f"spec:{index}"] = json.dumps({**asdict(child), "seed": None})
+            fields[f"{SwarmField.SPEC}{index}"] = json.dumps({**asdict(child), "seed": None})
         pipe = self.redis.pipeline(transaction=True)
         pipe.delete(self.key, self.next_key)
         pipe.hset(self.key, mapping=fields)
@@ -65,7 +69,7 @@ class Swarm:
 
     def start_next(self, turn_timeout_s: int) -> bool:
         """Start the next item not started yet; False when none is left."""
-        raw = self.redis.lpop(self.next_key)
+        raw = cast(bytes | None, self.redis.lpop(self.next_key))  # without a count: one item or None
         if raw is None:
             return False
         index = int(raw)
@@ -97,20 +101,20 @@ class Swarm:
         if done == -1:
             return
         self.start_next(turn_timeout_s)
-        if int(done) >= int(self.redis.hget(self.key, "total") or 0):
+        if int(done) >= int(self.redis.hget(self.key, SwarmField.TOTAL) or 0):
             waits.complete(self.call_id, self.result(), turn_timeout_s=turn_timeout_s)
             self.clear()
 
     def result(self) -> ToolResult:
-        fields = {k.decode(): v.decode() for k, v in self.redis.hgetall(self.key).items()}
-        total = int(fields["total"])
-        outcomes = [ChildOutcome(**json.loads(fields[f"result:{i}"])) for i in range(total)]
-        return swarm_result(fields["description"], json.loads(fields["labels"]), outcomes)
+        fields = text_map(self.redis.hgetall(self.key))
+        total = int(fields[SwarmField.TOTAL])
+        outcomes = [ChildOutcome(**json.loads(fields[f"{SwarmField.RESULT}{i}"])) for i in range(total)]
+        return swarm_result(fields[SwarmField.DESCRIPTION], json.loads(fields[SwarmField.LABELS]), outcomes)
 
     def clear(self) -> None:
         self.redis.delete(self.key, self.next_key)
 
     def _spec(self, index: int) -> ChildSpec:
-        raw = json.loads(self.redis.hget(self.key, f"spec:{index}") or b"{}")
-        seed = _MESSAGES.validate_json(self.redis.hget(self.key, "seed") or b"[]")
+        raw = json.loads(self.redis.hget(self.key, f"{SwarmField.SPEC}{index}") or b"{}")
+        seed = _MESSAGES.validate_json(self.redis.hget(self.key, SwarmField.SEED) or b"[]")
         return ChildSpec(**{**raw, "seed": seed})

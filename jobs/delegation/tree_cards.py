@@ -18,7 +18,9 @@ from pydantic import TypeAdapter
 
 from agent.loop.ports import CallsDeferred, StepStarted, TurnEvent
 from jobs.delegation.children import ChildInfo, child_info
+from jobs.keys import card_children_key, card_key, card_lock_key
 from jobs.queues import schedule_delivery
+from jobs.redis_text import text
 from jobs.session.notices import ProgressNotice, ToolLine, ToolState, TurnCard
 from jobs.session.store import SessionStore
 from jobs.turn.progress import ProgressReporter
@@ -47,7 +49,7 @@ class CardReporter(ProgressReporter):
         super().__init__(store, turn_id)
         self.base_steps = 0
         if resume is None:  # a new card: lines of earlier cards' sub-agents do not belong on it
-            store.redis.delete(store.key.redis_key("card_children"))
+            store.redis.delete(card_children_key(store.key))
         else:
             self.card = resume.model_copy(update={"state": "running", "note": None})
             self.base_steps = resume.steps
@@ -61,12 +63,12 @@ class CardReporter(ProgressReporter):
             super().report(event)
 
     def _publish(self) -> None:
-        self.store.redis.set(self.store.key.redis_key("card"), self.card.model_dump_json())
+        self.store.redis.set(card_key(self.store.key), self.card.model_dump_json())
         publish_card(self.store)
 
 
 def stored_card(store: SessionStore) -> TurnCard | None:
-    raw = store.redis.get(store.key.redis_key("card"))
+    raw = store.redis.get(card_key(store.key))
     return TurnCard.model_validate_json(raw) if raw else None
 
 
@@ -85,13 +87,13 @@ def publish_card(store: SessionStore) -> None:
             return
         parent = SessionStore(store.redis, info.parent)
         field, lines = _lines_for_parent(info, composed)
-        parent.redis.hset(parent.key.redis_key("card_children"), field, _LINES.dump_json(lines))
+        parent.redis.hset(card_children_key(parent.key), field, _LINES.dump_json(lines))
     publish_card(parent)
 
 
 def child_lines(store: SessionStore) -> dict[str, list[ToolLine]]:
-    raw = store.redis.hgetall(store.key.redis_key("card_children"))
-    return {field.decode(): _LINES.validate_json(value) for field, value in raw.items()}
+    raw = store.redis.hgetall(card_children_key(store.key))
+    return {text(field): _LINES.validate_json(value) for field, value in raw.items()}
 
 
 def compose(card: TurnCard, children: dict[str, list[ToolLine]]) -> TurnCard:
@@ -136,7 +138,7 @@ def _one_line(text: str, limit: int = 80) -> str:
 
 @contextlib.contextmanager
 def _card_lock(store: SessionStore) -> Iterator[None]:
-    key = store.key.redis_key("card_lock")
+    key = card_lock_key(store.key)
     token = f"{time.monotonic_ns()}"
     deadline = time.monotonic() + CARD_LOCK_WAIT_S
     while not store.redis.set(key, token, nx=True, px=CARD_LOCK_MS):
@@ -160,5 +162,5 @@ def close_card(store: SessionStore, state: str) -> None:
         for line in card.tools
     ]
     final = card.model_copy(update={"state": state, "tools": tools, "note": None, "updated_at": time.time()})
-    store.redis.set(store.key.redis_key("card"), final.model_dump_json())
+    store.redis.set(card_key(store.key), final.model_dump_json())
     publish_card(store)

@@ -19,40 +19,40 @@ from agent.messages import ToolCall
 from agent.tools import texts
 from agent.tools.base import ToolResult
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload
+from jobs.keys import WAIT_ARMED_FIELD, WAIT_STEP_FIELD, waits_key
 from jobs.lua import lua
 from jobs.queues import schedule_turn
+from jobs.redis_text import text, text_map
 from jobs.session.store import SessionStore
 
 PENDING = "pending"
-STEP_FIELD = "~step"
-ARMED_FIELD = "~armed"
-_MARKERS = (STEP_FIELD, ARMED_FIELD)
+_MARKERS = (WAIT_STEP_FIELD, WAIT_ARMED_FIELD)
 
 # A new step's first call replaces what an earlier, finished step left behind.
-_EXPECT = """
-if redis.call('HGET', KEYS[1], '~armed') == '1' then redis.call('DEL', KEYS[1]) end
-redis.call('HSET', KEYS[1], ARGV[1], 'pending')
+_EXPECT = f"""
+if redis.call('HGET', KEYS[1], '{WAIT_ARMED_FIELD}') == '1' then redis.call('DEL', KEYS[1]) end
+redis.call('HSET', KEYS[1], ARGV[1], '{PENDING}')
 """
 
-_ARM = """
-redis.call('HSET', KEYS[1], '~armed', '1', '~step', ARGV[1])
+_ARM = f"""
+redis.call('HSET', KEYS[1], '{WAIT_ARMED_FIELD}', '1', '{WAIT_STEP_FIELD}', ARGV[1])
 for i = 2, #ARGV do
   local value = redis.call('HGET', KEYS[1], ARGV[i])
-  if not value or value == 'pending' then return 0 end
+  if not value or value == '{PENDING}' then return 0 end
 end
 return 1
 """
 
 # -1: nobody waits for this call (cancelled, or already settled); 0: recorded, others pending
 # or not armed yet; 1: recorded and this completes an armed wait.
-_COMPLETE = """
+_COMPLETE = f"""
 local value = redis.call('HGET', KEYS[1], ARGV[1])
-if value ~= 'pending' then return -1 end
+if value ~= '{PENDING}' then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-if redis.call('HGET', KEYS[1], '~armed') ~= '1' then return 0 end
+if redis.call('HGET', KEYS[1], '{WAIT_ARMED_FIELD}') ~= '1' then return 0 end
 local fields = redis.call('HGETALL', KEYS[1])
 for i = 1, #fields, 2 do
-  if fields[i + 1] == 'pending' then return 0 end
+  if fields[i + 1] == '{PENDING}' then return 0 end
 end
 return 1
 """
@@ -78,7 +78,7 @@ class StepWaits:
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
-        self.key = store.key.redis_key("waits")
+        self.key = waits_key(store.key)
 
     def expect(self, tool_call_id: str) -> None:
         lua(self.store.redis, _EXPECT)(keys=[self.key], args=[tool_call_id])
@@ -107,12 +107,12 @@ class StepWaits:
     def parked(self) -> ParkedWait | None:
         """The armed wait, if a step is parked on sub-agents."""
         fields = self._fields()
-        if fields.get(ARMED_FIELD) != "1":
+        if fields.get(WAIT_ARMED_FIELD) != "1":
             return None
         calls = {name: value for name, value in fields.items() if name not in _MARKERS}
         done = all(value != PENDING for value in calls.values())
         results = {name: decode_result(value) for name, value in calls.items()} if done else None
-        return ParkedWait(fields[STEP_FIELD], results)
+        return ParkedWait(fields[WAIT_STEP_FIELD], results)
 
     def ready(self) -> bool:
         parked = self.parked()
@@ -120,7 +120,7 @@ class StepWaits:
 
     def is_pending(self, tool_call_id: str) -> bool:
         value = self.store.redis.hget(self.key, tool_call_id)
-        return value is not None and value.decode() == PENDING
+        return value is not None and text(value) == PENDING
 
     def pending_calls(self) -> list[str]:
         return [name for name, value in self._fields().items() if value == PENDING]
@@ -144,4 +144,4 @@ class StepWaits:
         self.store.append(AppendLoopEvent(event=end), once_key=f"{step.step_uuid}:end")
 
     def _fields(self) -> dict[str, str]:
-        return {k.decode(): v.decode() for k, v in self.store.redis.hgetall(self.key).items()}
+        return text_map(self.store.redis.hgetall(self.key))

@@ -21,8 +21,9 @@ from pathlib import Path
 from redis import Redis
 
 from agent.tools.accesses import Access, AllAccess
-from jobs.keys import PREFIX
+from jobs.keys import workspace_writers_key
 from jobs.lua import lua
+from jobs.redis_text import text
 
 HOLD_TTL_MS = 30_000  # a holder whose worker died frees the workspace after this
 RENEW_EVERY_S = HOLD_TTL_MS / 3000  # three renewals per TTL: one slow Redis call is survivable
@@ -84,7 +85,7 @@ class RedisWriteLock:
     def __init__(self, redis: Redis, workspace: Path) -> None:
         self.redis = redis
         digest = hashlib.sha1(str(workspace).encode()).hexdigest()[:16]
-        self.key = f"{PREFIX}:{{ws:{digest}}}:writers"
+        self.key = workspace_writers_key(digest)
 
     @contextlib.asynccontextmanager
     async def hold(self, writes: Sequence[Access]) -> AsyncIterator[None]:
@@ -104,7 +105,7 @@ class RedisWriteLock:
 
     def holders(self) -> dict[str, list[str]]:
         raw = self.redis.hgetall(self.key)
-        return {k.decode(): v.decode().split("\n")[1:] for k, v in raw.items()}
+        return {text(k): text(v).split("\n")[1:] for k, v in raw.items()}
 
     def _try(self, holder: str, entries: list[str]) -> bool:
         return bool(lua(self.redis, _ACQUIRE)(keys=[self.key], args=[holder, HOLD_TTL_MS, *entries]))

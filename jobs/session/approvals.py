@@ -10,7 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from jobs.keys import approval_deciders_key, approval_states_key, approvals_key
 from jobs.lua import lua
+from jobs.redis_text import text, text_map
 from jobs.session.store import SessionStore
 
 Decision = Literal["approved", "denied", "cancelled"]
@@ -38,9 +40,9 @@ class Approval(BaseModel):
 class ApprovalStore:
     def __init__(self, store: SessionStore) -> None:
         self.redis = store.redis
-        self.requests_key = store.key.redis_key("approvals")
-        self.states_key = store.key.redis_key("approval_state")
-        self.deciders_key = store.key.redis_key("approval_by")
+        self.requests_key = approvals_key(store.key)
+        self.states_key = approval_states_key(store.key)
+        self.deciders_key = approval_deciders_key(store.key)
 
     def park(self, approvals: list[Approval]) -> None:
         pipe = self.redis.pipeline(transaction=True)
@@ -58,10 +60,10 @@ class ApprovalStore:
 
     def state(self, approval_id: str) -> str | None:
         value = self.redis.hget(self.states_key, approval_id)
-        return value.decode() if value else None
+        return text(value) if value else None
 
     def states(self) -> dict[str, str]:
-        return {k.decode(): v.decode() for k, v in self.redis.hgetall(self.states_key).items()}
+        return text_map(self.redis.hgetall(self.states_key))
 
     def decide(self, approval_id: str, decision: Decision, by: str) -> bool:
         """True when this call decided it; False when it was already decided (or unknown)."""
@@ -70,7 +72,7 @@ class ApprovalStore:
 
     def decided_by(self, approval_id: str) -> str | None:
         value = self.redis.hget(self.deciders_key, approval_id)
-        return value.decode() if value else None
+        return text(value) if value else None
 
     def pending(self) -> list[Approval]:
         states = self.states()

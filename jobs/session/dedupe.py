@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from jobs.keys import dedupe_key
+from jobs.keys import event_dedupe_key, message_dedupe_key
 
 DEDUPE_TTL_S = 3600  # Slack gives up redelivering well within an hour; a twin arrives within seconds
 
@@ -30,9 +30,9 @@ class Claim:
 def delivery_keys(team: str, event_id: str | None, channel: str | None, ts: str | None) -> list[str]:
     keys = []
     if event_id:
-        keys.append(dedupe_key(team, "event", event_id))
+        keys.append(event_dedupe_key(team, event_id))
     if channel and ts:
-        keys.append(dedupe_key(team, "message", channel, ts))
+        keys.append(message_dedupe_key(team, channel, ts))
     return keys
 
 

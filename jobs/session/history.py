@@ -13,13 +13,14 @@ from pydantic import TypeAdapter
 
 from agent.fold import HistoryFold
 from agent.messages import Message
+from jobs import keys
 from jobs.session.store import SessionStore
 
 _MESSAGES = TypeAdapter(list[Message])
 
 
 def checkpoint_key(store: SessionStore) -> str:
-    return store.key.redis_key("checkpoint")
+    return keys.checkpoint_key(store.key)
 
 
 def save_checkpoint(store: SessionStore, history: list[Message], through: str) -> None:

@@ -1,6 +1,7 @@
-"""Edits and deletes of a message that is still waiting in a session's inbox.
+"""The inbox: input waiting for the running turn, and edits and deletes of waiting input.
 
-Input sent while a turn runs waits in the inbox until the loop's next step takes it. Until
+Recording input (jobs.input) puts what is said while a turn runs in the session's inbox, where
+it waits until the loop's next step takes it (`SessionStore.take_inbox`, the turn sink). Until
 then the person can still change their mind: an edit replaces the waiting text, a delete
 withdraws it. Both are one Lua script, atomic with the loop's `take_inbox`, so an input is
 either changed before the loop reads it or read as it was, never half of each.
@@ -45,7 +46,7 @@ def withdraw_waiting(store: SessionStore, ts: str) -> bool:
 
 
 def waiting(store: SessionStore) -> list[UserInput]:
-    return [UserInput.model_validate_json(raw) for raw in store.redis.lrange(store.inbox_key, 0, -1)]
+    return store.peek_inbox()
 
 
 def was_read(store: SessionStore, ts: str) -> bool:

@@ -14,7 +14,7 @@ from types import TracebackType
 
 from redis import Redis
 
-from jobs.keys import PREFIX
+from jobs.keys import RUNNING_SESSIONS
 from jobs.lua import lua
 from jobs.session.store import SessionStore
 
@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 
 LEASE_TTL_MS = 20_000  # a dead worker's session is noticed within this plus one janitor sweep
 HEARTBEATS_PER_TTL = 4  # one slow Redis call is survivable
-RUNNING_SET = f"{PREFIX}:running"  # sessions that hold (or held) a lease, for the janitor
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -32,7 +31,7 @@ return 0
 """
 
 # Release only when no input is waiting, atomically: input pushed to the inbox after this
-# check goes to the wire log instead (see store._SUBMIT_INPUT), so nothing falls between.
+# check goes to the wire log instead (see jobs/input.lua), so nothing falls between.
 _RELEASE_IF_IDLE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('LLEN', KEYS[2]) > 0 then return 0 end
@@ -61,7 +60,7 @@ class Lease:
         redis: Redis = store.redis
         if not redis.set(store.lease_key, token, nx=True, px=ttl_ms):
             return None
-        redis.sadd(RUNNING_SET, str(store.key))
+        redis.sadd(RUNNING_SESSIONS, str(store.key))
         return cls(store, token, ttl_ms)
 
     def renew(self) -> bool:
@@ -72,13 +71,13 @@ class Lease:
 
     def release_if_idle(self) -> bool:
         """Give the session up unless input is waiting in the inbox (then keep it and go on)."""
-        keys = [self.store.lease_key, self.store.inbox_key, RUNNING_SET]
+        keys = [self.store.lease_key, self.store.inbox_key, RUNNING_SESSIONS]
         outcome = lua(self.store.redis, _RELEASE_IF_IDLE)(keys=keys, args=[self.token, str(self.store.key)])
         if outcome == -1:
             raise LeaseLost(str(self.store.key))
         if outcome == 1:
             self.stop_heartbeat()
-        return outcome == 1
+        return bool(outcome == 1)
 
     def start_heartbeat(self) -> Lease:
         self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)

@@ -1,4 +1,4 @@
-"""A session's lifecycle state (DESIGN.md "Session states"), kept in its meta hash.
+"""A session's lifecycle state (docs/architecture.md, "Session states"), kept in its meta hash.
 
 idle → queued → running → idle on success; running → awaiting_approval (worker freed);
 running → cancelled; running → interrupted (worker died); running → failed. Resume moves
@@ -9,37 +9,37 @@ sub-agent to answer enqueues the continuation.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from redis import Redis
 
-from jobs.keys import PREFIX, SessionKey
+from jobs.keys import SessionKey, recent_session_key
+from jobs.redis_text import text
+from jobs.session.meta import MetaHash, State
 from jobs.session.store import SessionStore, now_ms
 
-State = Literal[
-    "idle", "queued", "running", "awaiting_approval", "awaiting_agents", "cancelled", "interrupted", "failed"
-]
 STOPPED_STATES: frozenset[str] = frozenset({"cancelled", "interrupted", "failed"})
 PARKED_STATES: frozenset[str] = frozenset({"awaiting_approval", "awaiting_agents"})  # no worker held
 RECENT_TTL_S = 30 * 24 * 3600  # `/agent cancel` without a link finds sessions this recent
 
 
 def state_of(store: SessionStore) -> State:
-    return store.meta().get("state", "idle")  # type: ignore[return-value]
+    return store.meta.read().state
 
 
-def set_state(store: SessionStore, state: State, **fields: str) -> None:
-    store.set_meta(state=state, updated=str(now_ms()), **fields)
+def set_state(
+    store: SessionStore,
+    state: State,
+    *,
+    last_turn_reason: str | None = None,
+    turn_id: str | None = None,
+    job: str | None = None,
+) -> None:
+    store.meta.set_state(state, now_ms(), last_turn_reason=last_turn_reason, turn_id=turn_id, job=job)
 
 
 def session_exists(redis: Redis, key: SessionKey) -> bool:
-    return bool(redis.exists(key.redis_key("meta")))
+    return MetaHash(redis, key).exists()
 
 
 def latest_session(redis: Redis, team: str, channel: str, user: str) -> SessionKey | None:
-    value = redis.get(recent_key(team, channel, user))
-    return SessionKey.parse(value.decode()) if value else None
-
-
-def recent_key(team: str, channel: str, user: str) -> str:
-    return f"{PREFIX}:recent:{team}:{channel}:{user}"
+    value = redis.get(recent_session_key(team, channel, user))
+    return SessionKey.parse(text(value)) if value else None

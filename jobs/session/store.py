@@ -1,4 +1,4 @@
-"""A session's state in Redis: wire log, inbox, outbox, meta (DESIGN.md "Redis layout").
+"""A session's state in Redis: wire log, inbox, outbox, meta (docs/architecture.md, "Redis layout").
 
 The wire log is the only source of truth for history. Every record is one stream entry whose
 field `r` holds the record's JSON; the entry id comes back as the record's `id`.
@@ -9,39 +9,36 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 from redis import Redis
 
-from agent.wire import AppendMessage, record_to_json
-from jobs.keys import SessionKey
+from agent.wire import record_to_json
+from jobs.keys import (
+    NOTICE_FIELD,
+    RECORD_FIELD,
+    SessionKey,
+    inbox_key,
+    lease_key,
+    outbox_key,
+    wire_index_key,
+    wire_key,
+)
 from jobs.lua import lua
+from jobs.redis_text import text
+from jobs.session.meta import MetaHash
 from jobs.session.notices import Notice, parse_notice
 from jobs.session.user_input import UserInput
 
-RECORD_FIELD = "r"
-NOTICE_FIELD = "n"
-
 # Append a record unless one with the same idempotency key was appended before; returns the
 # entry id either way, so a retried job never writes the same event twice.
-_APPEND_ONCE = """
+_APPEND_ONCE = f"""
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
 if existing then return existing end
-local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[1])
+local id = redis.call('XADD', KEYS[1], '*', '{RECORD_FIELD}', ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[2], id)
 return id
-"""
-
-# New input goes to the inbox while a turn holds the lease (the running loop takes it at its
-# next step) and straight onto the wire log otherwise (the next turn folds it).
-_SUBMIT_INPUT = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  return 'inbox'
-end
-redis.call('XADD', KEYS[3], '*', 'r', ARGV[1])
-return 'wire'
 """
 
 # Take the whole inbox atomically, so no input is taken twice or dropped between LRANGE and DEL.
@@ -60,12 +57,12 @@ class SessionStore:
     def __init__(self, redis: Redis, key: SessionKey) -> None:
         self.redis = redis
         self.key = key
-        self.wire_key = key.redis_key("wire")
-        self.inbox_key = key.redis_key("inbox")
-        self.outbox_key = key.redis_key("outbox")
-        self.meta_key = key.redis_key("meta")
-        self.lease_key = key.redis_key("lease")
-        self._wire_index_key = key.redis_key("wireidx")
+        self.wire_key = wire_key(key)
+        self.inbox_key = inbox_key(key)
+        self.outbox_key = outbox_key(key)
+        self.lease_key = lease_key(key)
+        self._wire_index_key = wire_index_key(key)
+        self.meta = MetaHash(redis, key)
 
     # -- wire log ----------------------------------------------------------------------
 
@@ -73,8 +70,8 @@ class SessionStore:
         """Append one record; with `once_key`, a second append with the same key is a no-op."""
         payload = encode_record(record)
         if once_key is None:
-            return _text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
-        return _text(
+            return text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
+        return text(
             lua(self.redis, _APPEND_ONCE)(
                 keys=[self.wire_key, self._wire_index_key], args=[payload, once_key]
             )
@@ -83,19 +80,18 @@ class SessionStore:
     def read_wire(self, after: str | None = None) -> list[dict[str, Any]]:
         start = f"({after}" if after else "-"
         return [
-            _decode_entry(entry_id, fields) for entry_id, fields in self.redis.xrange(self.wire_key, start)
+            _decode_entry(entry_id, fields)
+            for entry_id, fields in _entries(self.redis.xrange(self.wire_key, start))
         ]
 
     # -- input -------------------------------------------------------------------------
 
     def submit(self, user_input: UserInput) -> Literal["wire", "inbox"]:
-        record = AppendMessage(message=user_input.to_message())
-        where = lua(self.redis, _SUBMIT_INPUT)(
-            keys=[self.lease_key, self.inbox_key, self.wire_key],
-            args=[encode_record(record), user_input.model_dump_json()],
-        )
-        self.touch()
-        return "inbox" if _text(where) == "inbox" else "wire"
+        """Route the input (jobs/input.lua): the inbox while a turn runs, the wire otherwise."""
+        # jobs.input records input on top of this store, so it is imported on use, not above.
+        from jobs.input import route_input
+
+        return route_input(self.redis, self.key, user_input)
 
     def peek_inbox(self) -> list[UserInput]:
         return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
@@ -111,32 +107,24 @@ class SessionStore:
     # -- outbox ------------------------------------------------------------------------
 
     def post_notice(self, notice: Notice) -> str:
-        return _text(self.redis.xadd(self.outbox_key, {NOTICE_FIELD: notice.model_dump_json()}))
+        return text(self.redis.xadd(self.outbox_key, {NOTICE_FIELD: notice.model_dump_json()}))
 
     def notices(self, after: str | None = None, count: int | None = None) -> list[tuple[str, Notice]]:
         start = f"({after}" if after else "-"
-        entries = self.redis.xrange(self.outbox_key, start, count=count)
-        return [
-            (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
-        ]
+        return _notices(self.redis.xrange(self.outbox_key, start, count=count))
 
     def recent_notices(self, count: int) -> list[tuple[str, Notice]]:
         """The newest `count` notices, newest first."""
-        entries = self.redis.xrevrange(self.outbox_key, count=count)
-        return [
-            (_text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in entries
-        ]
+        return _notices(self.redis.xrevrange(self.outbox_key, count=count))
 
     # -- meta --------------------------------------------------------------------------
 
-    def meta(self) -> dict[str, str]:
-        return {_text(k): _text(v) for k, v in self.redis.hgetall(self.meta_key).items()}
-
     def set_meta(self, **fields: str) -> None:
-        self.redis.hset(self.meta_key, mapping=fields)
+        """Transitional: raw meta fields, for tests that fake a state. Code uses `self.meta`."""
+        self.meta.write_raw(fields)
 
     def touch(self) -> None:
-        self.redis.hsetnx(self.meta_key, "created", str(now_ms()))
+        self.meta.note_created(now_ms())
 
 
 def encode_record(record: BaseModel | Mapping[str, Any]) -> str:
@@ -145,11 +133,21 @@ def encode_record(record: BaseModel | Mapping[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def _decode_entry(entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> dict[str, Any]:
-    record = json.loads(fields[RECORD_FIELD.encode()])
-    record["id"] = _text(entry_id)
+# A stream range as our clients return it: bytes, never None (redis-py types it for every client).
+_Entries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def _entries(reply: object) -> _Entries:
+    return cast(_Entries, reply)
+
+
+def _notices(reply: object) -> list[tuple[str, Notice]]:
+    return [
+        (text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in _entries(reply)
+    ]
+
+
+def _decode_entry(entry_id: bytes, fields: Mapping[bytes, bytes]) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(fields[RECORD_FIELD.encode()])
+    record["id"] = text(entry_id)
     return record
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

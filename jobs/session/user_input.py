@@ -1,4 +1,9 @@
-"""What a person said in a thread, as the gateway hands it to the session."""
+"""Input: what a person said in a thread, as the gateway hands it to the session.
+
+Recording input (jobs.input) puts it on the session's wire log, or in its inbox while a turn
+runs (jobs.session.inbox). It lives here, below both, so the store can read the inbox without
+importing the modules that record input.
+"""
 
 from __future__ import annotations
 
@@ -26,5 +31,6 @@ class UserInput(BaseModel):
         if self.message is not None:
             return self.message
         # The author is named in Slack's own syntax, so the model can address them in its answer.
-        origin = Origin(kind="user", user=self.user, ts=self.ts)
+        # Origin keeps kind-specific fields as pydantic extras, which only validation accepts.
+        origin = Origin.model_validate({"kind": "user", "user": self.user, "ts": self.ts})
         return Message(role="user", content=[TextPart(text=f"<@{self.user}>: {self.text}")], origin=origin)

@@ -26,13 +26,13 @@ from agent.tools.policy import ApprovalDecision, Approved, Approver, AskForNamed
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
 from jobs import runtime
-from jobs.control import cancel, cancel_flag_key, cancel_requested_by
+from jobs.control import cancel, cancel_requested_by
 from jobs.delegation.child_approvals import forward_approvals
 from jobs.delegation.children import active_children, child_info, forget_child
 from jobs.delegation.endings import child_turn_ended
 from jobs.delegation.tree_cards import CardReporter, stored_card
 from jobs.delegation.waits import ParkedWait, StepWaits
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, cancel_key
 from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.session.approvals import ApprovalStore
 from jobs.session.history import load_fold
@@ -139,7 +139,7 @@ class TurnRunner:
     def _has_work(self, folder: HistoryFold) -> bool:
         history = folder.history
         waiting = bool(self.store.redis.llen(self.store.inbox_key))
-        resumed = "resume_requested" in self.store.meta()
+        resumed = self.store.meta.read().resume_requested is not None
         return waiting or resumed or bool(history and _asks_for_a_turn(history[-1]))
 
     def _wait_of(self, folder: HistoryFold) -> ParkedWait | None:
@@ -164,7 +164,7 @@ class TurnRunner:
         return ParkedStep(step, decisions or {}, results)
 
     def _decisions(self, folder: HistoryFold) -> dict[str, ApprovalDecision] | None:
-        step = self.store.meta().get("parked_step")
+        step = self.store.meta.read().parked_step
         approvals = ApprovalStore(self.store)
         if not step or folder.open_step_uuid != step or approvals.pending():
             return None
@@ -177,7 +177,7 @@ class TurnRunner:
     def _start(self, reporter: CardReporter) -> None:
         job = get_current_job()
         set_state(self.store, "running", turn_id=self.turn_id, job=job.id if job else "")
-        self.store.redis.hdel(self.store.meta_key, "resume_requested")
+        self.store.meta.clear_resume_request()
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
 
@@ -212,7 +212,7 @@ class TurnRunner:
 
     def _cancelled_before_start(self) -> str:
         by = cancel_requested_by(self.store.redis, self.store.key)
-        self.store.redis.delete(cancel_flag_key(self.store.key))
+        self.store.redis.delete(cancel_key(self.store.key))
         self.store.append(TurnCancel(turn_id=self.turn_id, target="queued", reason="user_cancelled"))
         self.store.append(TurnEnded(turn_id=self.turn_id, reason="cancelled"))
         self._notify(
@@ -227,14 +227,14 @@ class TurnRunner:
         if outcome.reason in PARKED_REASONS:
             return self._parked(outcome, reporter)
         if reporter is not None:
-            reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]
+            reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]  # agent's ENDINGS types card states as str
         by = cancel_requested_by(self.store.redis, self.store.key)
-        self.store.redis.delete(cancel_flag_key(self.store.key))
-        self.store.redis.hdel(self.store.meta_key, "parked_step")
+        self.store.redis.delete(cancel_key(self.store.key))
+        self.store.meta.clear_parked_step()
         ApprovalStore(self.store).clear()
         for notice in self._closing_notices(outcome, by):
             self.store.post_notice(notice)
-        set_state(self.store, ENDINGS[outcome.reason].state, last_turn_reason=outcome.reason)  # type: ignore[arg-type]
+        set_state(self.store, ENDINGS[outcome.reason].state, last_turn_reason=outcome.reason)  # type: ignore[arg-type]  # agent's ENDINGS types states as str
         schedule_delivery(self.store.redis, self.store.key)
         self._end_delegation(outcome, by)
         log.info(
@@ -243,7 +243,7 @@ class TurnRunner:
         return outcome.reason
 
     def _parked(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
-        set_state(self.store, ENDINGS[outcome.reason].state)  # type: ignore[arg-type]
+        set_state(self.store, ENDINGS[outcome.reason].state)  # type: ignore[arg-type]  # agent's ENDINGS types states as str
         if outcome.reason == "awaiting_approval":
             if reporter is not None:
                 reporter.finish("awaiting_approval")

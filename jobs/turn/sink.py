@@ -12,7 +12,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
 from agent.wire import AppendMessage
-from jobs.control import cancel_flag_key
+from jobs.keys import cancel_key
 from jobs.queues import schedule_delivery
 from jobs.session.approvals import Approval, ApprovalStore
 from jobs.session.history import save_checkpoint
@@ -63,7 +63,7 @@ class RedisTurnSink:
         return taken
 
     def cancel_requested(self) -> bool:
-        return bool(self.store.redis.exists(cancel_flag_key(self.store.key)))
+        return bool(self.store.redis.exists(cancel_key(self.store.key)))
 
     def compacted(self, history: list[Message], through: str) -> None:
         save_checkpoint(self.store, history, through)
@@ -83,7 +83,7 @@ class RedisTurnSink:
         ]
         ApprovalStore(self.store).park(approvals)
         parked_by_id = {parked.call.id: parked.call for parked in calls}
-        self.store.set_meta(parked_step=step_uuid)
+        self.store.meta.park_step(step_uuid)
         for approval in approvals:
             self.store.post_notice(
                 ApprovalRequestNotice(

@@ -4,7 +4,7 @@ from redis.exceptions import ResponseError
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
 from jobs.janitor import mark_interrupted
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, turn_queued_key
 from jobs.queues import TURNS_QUEUE, queue
 from jobs.session.state import latest_session, set_state
 from jobs.session.store import SessionStore
@@ -24,7 +24,7 @@ def test_cancelling_a_queued_turn_removes_its_job(redis):
     assert result.ok
     assert len(queue(redis, TURNS_QUEUE)) == 0
     store = SessionStore(redis, KEY)
-    assert store.meta()["state"] == "cancelled"
+    assert store.meta.read().state == "cancelled"
     assert [r["type"] for r in store.read_wire()][-2:] == ["turn.cancel", "turn.ended"]
     assert [n.kind for _, n in store.notices()] == ["cancelled"]
 
@@ -40,9 +40,9 @@ def test_resume_only_from_a_stopped_state(redis):
     set_state(store, "idle")
     assert "Nothing to resume" in resume(redis, KEY, by="U1", turn_timeout_s=60).message
     set_state(store, "interrupted")
-    redis.delete(KEY.redis_key("queued"))
+    redis.delete(turn_queued_key(KEY))
     assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok
-    assert store.meta()["state"] == "queued" and store.meta()["resume_requested"] == "U1"
+    assert store.meta.read().state == "queued" and store.meta.read().resume_requested == "U1"
 
 
 def test_the_janitor_names_each_call_without_a_result_once(redis):
@@ -62,7 +62,7 @@ def test_the_janitor_names_each_call_without_a_result_once(redis):
         ("a", "command: make a"),
         ("b", "command: make b"),
     ]
-    assert store.meta()["state"] == "interrupted"
+    assert store.meta.read().state == "interrupted"
 
 
 def test_status_and_latest_session(redis):
@@ -81,9 +81,9 @@ def test_input_to_an_idle_session_claims_one_turn_however_many_arrive(redis):
     assert submit(redis, ts="1700000000.000500") == "wire"
     assert submit(redis, ts="1700000001.000500") == "wire"
 
-    flag = redis.get(KEY.redis_key("queued")).decode()
+    flag = redis.get(turn_queued_key(KEY)).decode()
     assert queue(redis, TURNS_QUEUE).job_ids == [f"turn-{flag}"]
-    assert store.meta()["state"] == "queued"
+    assert store.meta.read().state == "queued"
     assert _wire_users(store) == ["1700000000.000500", "1700000001.000500"]
 
 
@@ -99,8 +99,8 @@ def test_input_to_a_parked_session_is_recorded_and_waits_for_the_decision(redis)
     store = SessionStore(redis, KEY)
     set_state(store, "awaiting_approval")
     assert submit(redis) == "wire"
-    assert store.meta()["state"] == "awaiting_approval"
-    assert queue(redis, TURNS_QUEUE).job_ids == [] and not redis.exists(KEY.redis_key("queued"))
+    assert store.meta.read().state == "awaiting_approval"
+    assert queue(redis, TURNS_QUEUE).job_ids == [] and not redis.exists(turn_queued_key(KEY))
 
 
 def test_a_failed_enqueue_keeps_the_input_and_leaves_no_claim_behind(redis):
@@ -110,7 +110,7 @@ def test_a_failed_enqueue_keeps_the_input_and_leaves_no_claim_behind(redis):
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         submit(redis)
     assert _wire_users(store) == ["1700000000.000500"]
-    assert store.meta()["state"] == "cancelled" and not redis.exists(KEY.redis_key("queued"))
+    assert store.meta.read().state == "cancelled" and not redis.exists(turn_queued_key(KEY))
 
     redis.delete("rq:queue:turns")  # Redis is well again: resume schedules the turn
     assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok

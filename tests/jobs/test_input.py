@@ -7,8 +7,8 @@ from redis import Redis
 from redis.exceptions import ResponseError
 from rq.job import Job
 
-from jobs.input import _literal, record_input
-from jobs.keys import SessionKey
+from jobs.input import _literal, record_input, script_text
+from jobs.keys import SessionKey, dedupe_key, meta_key, recent_session_key, turn_queued_key
 from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, enqueue_turn, queue
 from jobs.session.dedupe import DEDUPE_TTL_S, delivery_keys
 from jobs.session.state import PARKED_STATES, latest_session, set_state
@@ -23,7 +23,7 @@ def record(redis: Redis, ts: str = "1700000000.000100", event_id: str = "Ev1", *
     keys = delivery_keys(KEY.team, event_id, KEY.channel, ts)
     return record_input(
         redis, KEY, said, turn_timeout_s=60, parked=PARKED_STATES, dedupe_keys=keys,
-        dedupe_ttl_s=DEDUPE_TTL_S, **options,  # type: ignore[arg-type]
+        dedupe_ttl_s=DEDUPE_TTL_S, **options,  # type: ignore[arg-type]  # options are record_input's own
     )  # fmt: skip
 
 
@@ -46,10 +46,10 @@ def test_a_new_mention_is_recorded_and_its_turn_queued_as_rq_would(redis: Redis)
     [job] = queued_jobs(redis)
     assert (job.func_name, list(job.args), job.origin) == (TURN_JOB, [str(KEY)], TURNS_QUEUE)
     assert job.get_status() == "queued"
-    assert job.id == f"turn-{redis.get(KEY.redis_key('queued')).decode()}"
+    assert job.id == f"turn-{redis.get(turn_queued_key(KEY)).decode()}"
     assert queue(redis, TURNS_QUEUE) in queue(redis, TURNS_QUEUE).all(connection=redis)
-    meta = SessionStore(redis, KEY).meta()
-    assert (meta["state"], meta["owner"]) == ("queued", "U1")
+    meta = SessionStore(redis, KEY).meta.read()
+    assert (meta.state, meta.owner) == ("queued", "U1")
     assert latest_session(redis, KEY.team, KEY.channel, "U1") == KEY
 
 
@@ -78,7 +78,7 @@ def test_a_retry_and_the_message_twin_are_duplicates_and_change_nothing(redis: R
 
 def test_a_follow_up_needs_a_session_and_claims_nothing_without_one(redis: Redis) -> None:
     assert record(redis, only_existing_session=True) == "no session"
-    assert not redis.keys("tl:dedupe:*") and not redis.exists(KEY.redis_key("meta"))
+    assert not redis.keys(dedupe_key("*")) and not redis.exists(meta_key(KEY))
 
     assert record(redis) == "wire"  # the same message as a mention is still new
     assert record(redis, ts="1700000001.000100", event_id="Ev2", only_existing_session=True) == "wire"
@@ -101,10 +101,29 @@ def test_a_queue_refusing_the_job_keeps_the_input_and_no_claim(redis: Redis) -> 
         record(redis)
 
     assert wire_inputs(redis) == ["1700000000.000100"]
-    assert SessionStore(redis, KEY).meta()["state"] == "cancelled"
-    assert not redis.exists(KEY.redis_key("queued")) and not redis.keys("rq:job:*")
+    assert SessionStore(redis, KEY).meta.read().state == "cancelled"
+    assert not redis.exists(turn_queued_key(KEY)) and not redis.keys("rq:job:*")
     assert record(redis) == "duplicate"  # Slack's retry does not record it twice
     assert wire_inputs(redis) == ["1700000000.000100"]
+
+
+def test_submit_routes_through_the_same_script_and_does_nothing_else(redis: Redis) -> None:
+    store = SessionStore(redis, KEY)
+    assert store.submit(UserInput(text="an answer", user="agent", ts="agent:a1:c1")) == "wire"
+    redis.set(store.lease_key, "worker-1")
+    assert store.submit(UserInput(text="steer", user="agent", ts="agent:a1:c2")) == "inbox"
+
+    assert wire_inputs(redis) == ["agent:a1:c1"] and [i.ts for i in store.peek_inbox()] == ["agent:a1:c2"]
+    meta = store.meta.read()
+    assert meta.created is not None and (meta.owner, meta.state) == (None, "idle")
+    assert not redis.exists(turn_queued_key(KEY), recent_session_key(KEY.team, KEY.channel, "agent"))
+    assert queue(redis, TURNS_QUEUE).job_ids == []
+
+
+def test_the_script_has_every_name_spelled_in() -> None:
+    routing, recording = script_text(()), script_text((("timeout", "60"),))
+    assert "$" not in routing and "$" not in recording
+    assert '"timeout", "60"' in recording and '"timeout"' not in routing
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
 import pytest
-from rq.utils import now, utcparse
+from rq.utils import import_attribute, now, utcparse
 
 from jobs.keys import SessionKey
 from jobs.queues import (
+    COMPACTION_JOB,
+    DELIVERY_JOB,
     FAILURE_TTL_S,
     TURN_JOB,
     TURN_TIMEOUT_GRACE_S,
@@ -59,3 +61,17 @@ def test_a_turn_job_is_what_rq_itself_builds_for_that_turn(redis, timeout):
     for name in stamps:  # made a moment apart: both now, in RQ's format
         assert abs(utcparse(fields[name]) - utcparse(expected[name])).total_seconds() < 5
     assert (ours.id, ours.key) == (rqs.id, rqs.key)
+
+
+# Jobs already in Redis name their function as they were enqueued; RQ resolves Job.func_name
+# with rq.utils.import_attribute, so every name ever stored must still resolve, to the same function.
+@pytest.mark.parametrize(
+    ("stored", "current"),
+    [
+        ("jobs.turn.run_turn", TURN_JOB),
+        ("gateway.delivery.deliver", DELIVERY_JOB),
+        ("jobs.compaction_job.run_manual_compaction", COMPACTION_JOB),
+    ],
+)
+def test_job_names_already_queued_resolve_to_the_current_function(stored, current):
+    assert import_attribute(stored) is import_attribute(current)

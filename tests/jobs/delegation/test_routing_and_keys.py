@@ -63,6 +63,6 @@ def test_a_sub_agents_approval_shows_in_the_root_thread_and_is_decided_there(red
     assert ApprovalStore(child).state("t9-s1:c1") == "approved"
     decided = [n for _, n in root.notices() if isinstance(n, ApprovalDecidedNotice)]
     assert [(n.approval_id, n.decision, n.by) for n in decided] == [("t9-s1:c1", "approved", "W1")]
-    assert child.meta()["state"] == "queued"  # the sub-agent's continuation is on its way
+    assert child.meta.read().state == "queued"  # the sub-agent's continuation is on its way
     again = decide_approval(redis, ROOT, "t9-s1:c1", "denied", by="W1", turn_timeout_s=60)
     assert not again.ok

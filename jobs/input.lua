@@ -1,0 +1,99 @@
+-- Recording input (jobs/input.py): the one script that routes what a person said to a session.
+--
+-- Routing: to the inbox while a turn holds the lease (the running loop takes it at its next
+-- step), straight onto the wire log otherwise (the next turn folds it). Either way `created`
+-- is noted once. Two modes:
+--   'record' (jobs.input.record_input, a person's message) also, all in this one step: drops
+--            a delivery whose dedupe key was seen, claims the dedupe keys, notes the owner and
+--            the caller's latest session, and, when the input went to the wire of a session
+--            that is not parked, claims the turn (the `queued` flag, SET NX) and pushes its
+--            RQ job;
+--   'route'  (jobs.input.route_input, SessionStore.submit) only routes: KEYS 5.. and ARGV 5..
+--            are not passed, and the caller schedules what follows.
+--
+-- KEYS
+--   1 lease_key      the session's lease: set while a turn runs
+--   2 inbox_key      the session's inbox (list of UserInput JSON)
+--   3 wire_key       the session's wire log (stream)
+--   4 meta_key       the session's meta hash
+--   'record' only:
+--   5 queued_key     the turn's `queued` flag (holds the turn token)
+--   6 recent_key     the caller's latest session in this channel
+--   7 job_key        the turn's RQ job hash
+--   8 queue_key      the `turns` queue (list of job ids)
+--   9 queues_key     RQ's set of queues
+--   10.. dedupe keys of the Slack delivery (none: nothing to deduplicate)
+--
+-- ARGV
+--   1 record         the wire record of the input (JSON)
+--   2 input_json     the UserInput (JSON), as the inbox holds it
+--   3 now_ms         the time, for `created` and `updated`
+--   4 mode           'record' or 'route'
+--   'record' only:
+--   5 user           the Slack user who spoke: the session's owner if it is new
+--   6 token          the turn token: the `queued` flag's value, the dedupe keys' value
+--   7 flag_ttl_s     the `queued` flag's TTL
+--   8 session        the session key, as the recent key holds it
+--   9 recent_ttl_s   the recent key's TTL
+--   10 only_existing '1': a thread without a session takes nothing
+--   11 dedupe_ttl_s  the dedupe keys' TTL
+--   12 job_id        the turn's RQ job id
+--   13 parked_count  how many parked states follow (no worker is held in them)
+--   14.. the parked states, then the values of the job's own fields (jobs.queues.OWN_FIELDS)
+--
+-- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
+-- (jobs.keys.MetaField) and the job fields every turn shares (jobs.queues.turn_job). As
+-- arguments, the job fields would be most of what each call sends and Redis unpacks.
+--
+-- Returns 'inbox', 'wire', 'duplicate' or 'no session'; a queue that refuses the job
+-- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
+
+local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local dedupe_from = 10
+
+local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
+local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local recent_ttl_s, only_existing, dedupe_ttl_s, job_id = ARGV[9], ARGV[10] == '1', ARGV[11], ARGV[12]
+local parked_from = 14
+
+local STATE, UPDATED, CREATED, OWNER = ${state}, ${updated}, ${created}, ${owner}
+
+if recording then
+  for i = dedupe_from, #KEYS do
+    if redis.call('EXISTS', KEYS[i]) == 1 then return 'duplicate' end
+  end
+  if only_existing and redis.call('EXISTS', meta_key) == 0 then return 'no session' end
+  for i = dedupe_from, #KEYS do
+    redis.call('SET', KEYS[i], token, 'EX', dedupe_ttl_s)
+  end
+end
+redis.call('HSETNX', meta_key, CREATED, now_ms)
+if recording then
+  redis.call('HSETNX', meta_key, OWNER, user)
+  redis.call('SET', recent_key, session, 'EX', recent_ttl_s)
+end
+
+if redis.call('EXISTS', lease_key) == 1 then
+  redis.call('RPUSH', inbox_key, input_json)
+  return 'inbox'
+end
+redis.call('XADD', wire_key, '*', ${record_field}, record)
+if not recording then return 'wire' end
+
+local parked_to = parked_from - 1 + tonumber(ARGV[13])
+local state = redis.call('HGET', meta_key, STATE) or 'idle'
+for i = parked_from, parked_to do
+  if state == ARGV[i] then return 'wire' end
+end
+if not redis.call('SET', queued_key, token, 'NX', 'EX', flag_ttl_s) then return 'wire' end
+local pushed = redis.pcall('RPUSH', queue_key, job_id)
+if type(pushed) == 'table' and pushed.err then
+  redis.call('DEL', queued_key)
+  return redis.error_reply(pushed.err)
+end
+local own = parked_to
+redis.call('HSET', job_key, ${job_fields})
+redis.call('SADD', queues_key, queue_key)
+redis.call('HSET', meta_key, STATE, 'queued', UPDATED, now_ms)
+return 'wire'
