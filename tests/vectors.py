@@ -1,4 +1,8 @@
-"""Access to the spec's test vectors (a copy of ../shared/spec/vectors.json kept in tests/data)."""
+"""The test vectors of docs/context-core.md: input → expected cases kept in tests/data/vectors.json.
+
+Each vector has an `id` (cited in docs/context-core.md next to the rule it pins), the reference's
+function name (`function`) and, where there is one, the project's (`python`).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,16 @@ from typing import Any
 from agent.messages import Message
 
 DATA = Path(__file__).parent / "data"
-SHARED_VECTORS = Path(__file__).resolve().parents[2] / "shared" / "spec" / "vectors.json"
+VECTORS_FILE = DATA / "vectors.json"
 
 
 @cache
 def all_vectors() -> tuple[dict[str, Any], ...]:
-    return tuple(json.loads((DATA / "vectors.json").read_text())["vectors"])
+    return tuple(json.loads(VECTORS_FILE.read_text())["vectors"])
+
+
+def all_ids() -> list[str]:
+    return [vector["id"] for vector in all_vectors()]
 
 
 def vectors_for(python_name: str) -> list[dict[str, Any]]:
