@@ -138,7 +138,7 @@ def one_run(
     resumed = state in ("interrupted", "cancelled", "failed")
     if resumed:
         resume(redis, key, by="U1", turn_timeout_s=600)
-    _wait(lambda: store.meta().get("state") == "idle" and _answers(slack, key) >= 1, "the final answer")
+    _wait(lambda: store.meta.read().state == "idle" and _answers(slack, key) >= 1, "the final answer")
     return _check(point, state, store, slack, key, scenario.marker, resumed)
 
 
@@ -155,9 +155,9 @@ def _wait_for_point(point: str, scenario: Scenario, store: SessionStore, rng: ra
 
 
 def _settle(store: SessionStore) -> str:
-    _wait(lambda: store.meta().get("state") not in ("running", "queued") or not _lease(store), "the janitor")
-    _wait(lambda: store.meta().get("state") != "running", "the session to settle")
-    return store.meta().get("state", "idle")
+    _wait(lambda: store.meta.read().state not in ("running", "queued") or not _lease(store), "the janitor")
+    _wait(lambda: store.meta.read().state != "running", "the session to settle")
+    return store.meta.read().state
 
 
 def _lease(store: SessionStore) -> bool:

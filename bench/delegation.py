@@ -73,7 +73,7 @@ def one_run(redis: Redis, slack: FakeSlack, clock: Clock, index: int) -> dict[st
     started = time.perf_counter()
     submit_input(redis, key, UserInput(text=f"run {index}", user="U1", ts=root["ts"]), turn_timeout_s=600)
     store = SessionStore(redis, key)
-    while store.meta().get("last_turn_reason") != "completed":
+    while store.meta.read().last_turn_reason != "completed":
         time.sleep(0.001)
     parent = f"<@U1>: run {index}"
     children = [f"CHILD-{n} of {parent}" for n in (1, 2)]

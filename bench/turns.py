@@ -66,7 +66,7 @@ def wait_idle(redis: Redis, keys: list[SessionKey], timeout: float = 120) -> Non
     deadline = time.monotonic() + timeout
     pending = set(keys)
     while pending:
-        pending = {k for k in pending if SessionStore(redis, k).meta().get("last_turn_reason") != "completed"}
+        pending = {k for k in pending if SessionStore(redis, k).meta.read().last_turn_reason != "completed"}
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(pending)} turns did not finish")
         time.sleep(0.005)

@@ -14,7 +14,7 @@ from redis import Redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from jobs.keys import PREFIX, SessionKey
+from jobs.keys import SessionKey, usergroup_cache_key
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 
@@ -41,7 +41,7 @@ class Authz:
         return self.owner(key) == user or self.is_operator(key.team, user)
 
     def owner(self, key: SessionKey) -> str | None:
-        return SessionStore(self.redis, key).meta().get("owner")
+        return SessionStore(self.redis, key).meta.read().owner
 
     def is_operator(self, team: str, user: str) -> bool:
         operators = self.settings.operators
@@ -51,7 +51,7 @@ class Authz:
         return any(user in self.group_members(team, group) for group in groups)
 
     def group_members(self, team: str, group: str) -> frozenset[str]:
-        cache_key = f"{PREFIX}:usergroup:{team}:{group}"
+        cache_key = usergroup_cache_key(team, group)
         cached = self.redis.get(cache_key)
         if cached is not None:
             return frozenset(json.loads(cached))

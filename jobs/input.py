@@ -14,7 +14,7 @@ wire log otherwise (the next turn folds it). Two callers:
   as the state that says it exists. A queue that refuses the push (WRONGTYPE) leaves the input
   recorded and no claim behind: resume or the next message schedules the turn, and Slack's
   retry of this delivery is a duplicate, as it should be.
-- `route_input` (`SessionStore.submit`), which only routes and notes `created`: its caller
+- `route_input`, which only routes and notes `created`: its caller
   schedules what follows.
 
 Waiting input can still be edited or withdrawn: that is the inbox (jobs.session.inbox).
@@ -45,7 +45,7 @@ from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
 from jobs.redis_text import text
 from jobs.session.state import RECENT_TTL_S
-from jobs.session.store import encode_record, now_ms
+from jobs.session.store import SessionStore, encode_record, now_ms
 from jobs.session.user_input import UserInput
 
 Recorded = Literal["wire", "inbox", "duplicate", "no session"]
@@ -85,9 +85,10 @@ def record_input(
     return cast(Recorded, text(lua(redis, script_text(job.shared))(keys=keys, args=args)))
 
 
-def route_input(redis: Redis, key: SessionKey, user_input: UserInput) -> Routed:
+def route_input(store: SessionStore, user_input: UserInput) -> Routed:
     """Inbox while a turn holds the lease, wire otherwise; notes `created`. Nothing is scheduled."""
-    routed = lua(redis, script_text(()))(keys=_session_keys(key), args=_input_args(user_input, "route"))
+    script = lua(store.redis, script_text(()))
+    routed = script(keys=_session_keys(store.key), args=_input_args(user_input, "route"))
     return "inbox" if text(routed) == "inbox" else "wire"
 
 

@@ -15,6 +15,7 @@ from agent.loop.ports import TurnOutcome
 from jobs.delegation.children import ChildInfo, child_info, finished
 from jobs.delegation.swarms import Swarm
 from jobs.delegation.waits import StepWaits
+from jobs.input import route_input
 from jobs.queues import schedule_turn
 from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
@@ -65,7 +66,7 @@ def _inject(parent: SessionStore, info: ChildInfo, outcome: ChildOutcome, turn_t
     message = background_message(info.agent_id, outcome)
     ts = f"agent:{info.agent_id}:{info.call_id}"
     arrival = UserInput(text=message.text(), user="agent", ts=ts, message=message)
-    where = parent.submit(arrival)
+    where = route_input(parent, arrival)
     if where != "wire" or state_of(parent) in PARKED_STATES:
         return  # a running turn takes it from the inbox; a parked one finds it on the wire
     if schedule_turn(parent.redis, parent.key, turn_timeout_s=turn_timeout_s):

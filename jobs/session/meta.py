@@ -74,10 +74,6 @@ class MetaHash:
         """The hash as it is, field → value (for tools and tests that look at Redis itself)."""
         return text_map(self.redis.hgetall(self.key))
 
-    def __call__(self) -> dict[str, str]:
-        """Transitional: `store.meta()` as it was, for bench/ and tests that still call it."""
-        return self.raw()
-
     def exists(self) -> bool:
         """Whether the session was ever written (intake, a sub-agent's creation)."""
         return bool(self.redis.exists(self.key))
@@ -132,10 +128,6 @@ class MetaHash:
         unknown = set(fields) - _SUB_FIELDS
         if unknown:
             raise ValueError(f"not sub-agent meta fields: {sorted(unknown)}")
-        self._set(fields)
-
-    def write_raw(self, fields: Mapping[str, str]) -> None:
-        """Any fields, as given: for tests that set a session up. Code uses the named methods."""
         self._set(fields)
 
     def _set(self, fields: Mapping[str, str]) -> None:

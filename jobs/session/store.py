@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from pydantic import BaseModel
 from redis import Redis
@@ -86,13 +86,6 @@ class SessionStore:
 
     # -- input -------------------------------------------------------------------------
 
-    def submit(self, user_input: UserInput) -> Literal["wire", "inbox"]:
-        """Route the input (jobs/input.lua): the inbox while a turn runs, the wire otherwise."""
-        # jobs.input records input on top of this store, so it is imported on use, not above.
-        from jobs.input import route_input
-
-        return route_input(self.redis, self.key, user_input)
-
     def peek_inbox(self) -> list[UserInput]:
         return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
 
@@ -118,10 +111,6 @@ class SessionStore:
         return _notices(self.redis.xrevrange(self.outbox_key, count=count))
 
     # -- meta --------------------------------------------------------------------------
-
-    def set_meta(self, **fields: str) -> None:
-        """Transitional: raw meta fields, for tests that fake a state. Code uses `self.meta`."""
-        self.meta.write_raw(fields)
 
     def touch(self) -> None:
         self.meta.note_created(now_ms())

@@ -82,7 +82,7 @@ def subagent_keys(redis: Any, parent: SessionKey) -> list[SessionKey]:
 
 
 def state(redis: Any, key: SessionKey) -> str:
-    return SessionStore(redis, key).meta().get("state", "idle")
+    return SessionStore(redis, key).meta.read().state
 
 
 def wait_for_answer(session: Session, answer: str, timeout: float = 40) -> None:

@@ -32,7 +32,7 @@ def open_session(
     wait_for(lambda: bot_messages(fake_slack, channel, root["ts"]), what="the first answer")
     key = SessionKey(team="T111", channel=channel, thread_ts=root["ts"])
     store = SessionStore(redis_of(stack), key)
-    wait_for(lambda: store.meta().get("state") == "idle", what="the first turn to end")
+    wait_for(lambda: store.meta.read().state == "idle", what="the first turn to end")
     return key
 
 

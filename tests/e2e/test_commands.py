@@ -9,7 +9,7 @@ import pytest
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, cancel_key
 from jobs.session.state import state_of
 from jobs.session.store import SessionStore
 from tests.e2e.sessions import link, open_session, put_in_state, response_url
@@ -81,7 +81,7 @@ def test_operators_by_id_and_by_user_group_may_act(make_stack, fake_slack, fake_
     key = open_session(stack, fake_slack, fake_llm)
     for user in ("W999", "W777"):
         put_in_state(redis, key, "running")
-        redis.delete(key.redis_key("cancel"))
+        redis.delete(cancel_key(key))
         assert "Stopping" in run(stack, fake_slack, f"cancel {link(fake_slack, key)}", user=user)
         assert cancel_requested_by(redis, key) == user
     assert "Only" in run(stack, fake_slack, f"cancel {link(fake_slack, key)}", user="W555")

@@ -202,7 +202,7 @@ def test_a_retried_delivery_posts_nothing_twice(stack, fake_slack, fake_llm, red
     post(redis, key, InfoNotice(text="first"))
     post(redis, key, AnswerNotice(turn_id="t1", text="the answer"))
     wait_texts(fake_slack, key, 2)
-    SessionStore(redis, key).set_meta(delivered="0-0")  # as if the cursor write had been lost
+    SessionStore(redis, key).meta.set_delivered("0-0")  # as if the cursor write had been lost
     for _ in range(3):
         schedule_delivery(redis, key)
     post(redis, key, InfoNotice(text="last"))

@@ -30,7 +30,8 @@ def test_a_sub_agent_delegates_to_its_own_sub_agent(
         assert tool_results(agents.of("NEST-MID")[1]) == {"m1": "leaf done"}
         assert tool_results(agents.of("NEST-ROOT")[1]) == {"r1": "mid done"}
         leaf = SessionStore(redis, session.key.subagent("r1").subagent("m1"))
-        assert leaf.meta()["sub_depth"] == "2" and leaf.meta()["sub_root"] == str(session.key)
+        lineage = leaf.meta.read()
+        assert lineage.sub_depth == "2" and lineage.sub_root == str(session.key)
         (root_line,) = session.notices("progress")[-1].card.tools
         (mid_line,) = root_line.children
         assert (mid_line.name, mid_line.tool_call_id) == ("Agent", "m1")

@@ -33,7 +33,7 @@ class Session:
         return submit_input(self.redis, self.key, UserInput(text=text, user=user, ts=ts), turn_timeout_s=3600)
 
     def state(self) -> str:
-        return self.store.meta().get("state", "idle")
+        return self.store.meta.read().state
 
     def wire(self) -> list[dict]:
         return self.store.read_wire()

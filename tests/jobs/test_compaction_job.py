@@ -19,6 +19,7 @@ from agent.wire import (
 )
 from jobs.compaction_job import compact
 from jobs.control import request_compaction
+from jobs.input import route_input
 from jobs.keys import SessionKey
 from jobs.session.history import checkpoint_key, load_fold
 from jobs.session.lease import Lease
@@ -104,7 +105,7 @@ def test_input_during_a_compaction_waits_in_the_inbox(redis):
     store = SessionStore(redis, KEY)
     seed(store, 1)
     lease = Lease.acquire(store, owner="compaction")
-    assert store.submit(UserInput(text="still there?", user="W1", ts="1.9")) == "inbox"
+    assert route_input(store, UserInput(text="still there?", user="W1", ts="1.9")) == "inbox"
     assert lease.release_if_idle() is False  # the job schedules a turn for it instead
     assert [i.text for i in store.peek_inbox()] == ["still there?"]
 

@@ -7,7 +7,7 @@ from redis import Redis
 from redis.exceptions import ResponseError
 from rq.job import Job
 
-from jobs.input import _literal, record_input, script_text
+from jobs.input import _literal, record_input, route_input, script_text
 from jobs.keys import SessionKey, dedupe_key, meta_key, recent_session_key, turn_queued_key
 from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, enqueue_turn, queue
 from jobs.session.dedupe import DEDUPE_TTL_S, delivery_keys
@@ -107,11 +107,11 @@ def test_a_queue_refusing_the_job_keeps_the_input_and_no_claim(redis: Redis) -> 
     assert wire_inputs(redis) == ["1700000000.000100"]
 
 
-def test_submit_routes_through_the_same_script_and_does_nothing_else(redis: Redis) -> None:
+def test_routing_uses_the_same_script_and_does_nothing_else(redis: Redis) -> None:
     store = SessionStore(redis, KEY)
-    assert store.submit(UserInput(text="an answer", user="agent", ts="agent:a1:c1")) == "wire"
+    assert route_input(store, UserInput(text="an answer", user="agent", ts="agent:a1:c1")) == "wire"
     redis.set(store.lease_key, "worker-1")
-    assert store.submit(UserInput(text="steer", user="agent", ts="agent:a1:c2")) == "inbox"
+    assert route_input(store, UserInput(text="steer", user="agent", ts="agent:a1:c2")) == "inbox"
 
     assert wire_inputs(redis) == ["agent:a1:c1"] and [i.ts for i in store.peek_inbox()] == ["agent:a1:c2"]
     meta = store.meta.read()

@@ -42,7 +42,7 @@ def unchanged(redis, key: SessionKey, action: str) -> bool:
     return (
         state_of(store) == START_STATE[action]
         and cancel_requested_by(redis, key) is None
-        and "resume_requested" not in store.meta()
+        and store.meta.read().resume_requested is None
         and all(value == "pending" for value in approvals.values())
     )
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from agent.wire import AppendMessage
+from jobs.input import route_input
 from jobs.keys import SessionKey
 from jobs.session.inbox import change_of, edit_waiting, waiting, withdraw_waiting
 from jobs.session.lease import Lease
@@ -18,8 +19,8 @@ def busy_store(redis) -> SessionStore:
 
 def test_an_edit_replaces_only_the_waiting_message_it_names(redis):
     store = busy_store(redis)
-    store.submit(UserInput(text="one", user="U1", ts="1.1", event_id="E1"))
-    store.submit(UserInput(text="two", user="U2", ts="1.2"))
+    route_input(store, UserInput(text="one", user="U1", ts="1.1", event_id="E1"))
+    route_input(store, UserInput(text="two", user="U2", ts="1.2"))
     assert edit_waiting(store, "1.2", 'zwei "ü" / <b>') is True
     assert [(i.text, i.user, i.ts, i.event_id) for i in store.take_inbox()] == [
         ("one", "U1", "1.1", "E1"),
@@ -29,8 +30,8 @@ def test_an_edit_replaces_only_the_waiting_message_it_names(redis):
 
 def test_a_delete_withdraws_the_waiting_message(redis):
     store = busy_store(redis)
-    store.submit(UserInput(text="keep", user="U1", ts="1.1"))
-    store.submit(UserInput(text="drop", user="U1", ts="1.2"))
+    route_input(store, UserInput(text="keep", user="U1", ts="1.1"))
+    route_input(store, UserInput(text="drop", user="U1", ts="1.2"))
     assert withdraw_waiting(store, "1.2") is True
     assert [i.text for i in waiting(store)] == ["keep"]
     assert withdraw_waiting(store, "1.2") is False

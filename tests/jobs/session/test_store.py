@@ -1,5 +1,6 @@
 from agent.fold import fold
 from agent.wire import AppendMessage, TurnEnded
+from jobs.input import route_input
 from jobs.keys import SessionKey
 from jobs.session.lease import Lease
 from jobs.session.notices import AnswerNotice
@@ -30,10 +31,10 @@ def test_append_once_writes_a_retried_event_only_once(redis):
 
 def test_input_goes_to_the_wire_when_idle_and_to_the_inbox_while_a_turn_runs(redis):
     store = SessionStore(redis, KEY)
-    assert store.submit(UserInput(text="first", user="U1", ts="1.1")) == "wire"
+    assert route_input(store, UserInput(text="first", user="U1", ts="1.1")) == "wire"
     lease = Lease.acquire(store, owner="test")
     assert lease is not None
-    assert store.submit(UserInput(text="steer", user="U1", ts="1.2")) == "inbox"
+    assert route_input(store, UserInput(text="steer", user="U1", ts="1.2")) == "inbox"
     assert [m.text() for m in fold(store.read_wire())] == ["<@U1>: first"]
     assert [i.text for i in store.take_inbox()] == ["steer"]
     assert store.take_inbox() == []
@@ -43,7 +44,7 @@ def test_the_lease_is_released_only_when_the_inbox_is_empty(redis):
     store = SessionStore(redis, KEY)
     lease = Lease.acquire(store, owner="test")
     assert Lease.acquire(store, owner="other") is None
-    store.submit(UserInput(text="late", user="U1", ts="1.3"))
+    route_input(store, UserInput(text="late", user="U1", ts="1.3"))
     assert lease.release_if_idle() is False  # input waiting: the turn must go on
     store.take_inbox()
     assert lease.release_if_idle() is True
@@ -61,5 +62,5 @@ def test_notices_are_read_back_in_order_after_a_cursor(redis):
 def test_sessions_of_two_workspaces_never_share_keys(redis):
     a = SessionStore(redis, KEY)
     b = SessionStore(redis, SessionKey(team="T2", channel=KEY.channel, thread_ts=KEY.thread_ts))
-    a.submit(UserInput(text="for team one", user="U1", ts="1.4"))
+    route_input(a, UserInput(text="for team one", user="U1", ts="1.4"))
     assert b.read_wire() == []

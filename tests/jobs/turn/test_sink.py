@@ -1,5 +1,6 @@
 from agent.fold import fold
 from agent.wire import AppendMessage
+from jobs.input import route_input
 from jobs.keys import SessionKey
 from jobs.session.lease import Lease
 from jobs.session.store import SessionStore
@@ -13,7 +14,7 @@ def test_input_recorded_before_a_crash_is_not_recorded_twice(redis):
     store = SessionStore(redis, KEY)
     Lease.acquire(store, owner="t")
     steer = UserInput(text="also b", user="U1", ts="1700000000.000400")
-    store.submit(steer)
+    route_input(store, steer)
     # the previous worker appended it to the wire, then died before trimming the inbox
     store.append(AppendMessage(message=steer.to_message()), once_key=f"input:{steer.ts}")
 
@@ -28,7 +29,7 @@ def test_inputs_come_in_order_and_the_inbox_is_emptied(redis):
     store = SessionStore(redis, KEY)
     Lease.acquire(store, owner="t")
     for n in range(3):
-        store.submit(UserInput(text=f"m{n}", user="U1", ts=f"1700000001.00000{n}"))
+        route_input(store, UserInput(text=f"m{n}", user="U1", ts=f"1700000001.00000{n}"))
     sink = RedisTurnSink(store, "t1")
     assert [m.text() for m, _ in sink.take_input()] == ["<@U1>: m0", "<@U1>: m1", "<@U1>: m2"]
     assert sink.take_input() == []
