@@ -1,4 +1,4 @@
-"""Resume fold: wire records → history (spec 2.9).
+"""Resume fold: wire records → history (context-core.md §2.9).
 
 `HistoryFold` applies records one at a time, so the loop can keep one alive and feed it the
 records it writes, and a turn start can continue from a compaction checkpoint instead of

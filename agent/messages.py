@@ -1,4 +1,4 @@
-"""The shared vocabulary: messages, content parts and tool calls (spec section 1).
+"""The shared vocabulary: messages, content parts and tool calls (context-core.md §1).
 
 Every model is frozen: history is shared between projections, caches and the loop, so a
 message is never changed in place; code that needs a different message builds a new one

@@ -1,4 +1,4 @@
-"""Token estimate (spec 3.2): cheap, deterministic, and cached per message object.
+"""Token estimate (context-core.md §3.2): cheap, deterministic, and cached per message object.
 
 Per Unicode code point: ceil(ascii / 4) + non-ascii. Every part and field is rounded up on
 its own, so a message's estimate is the sum of its pieces, never one ceil over the total.

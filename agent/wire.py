@@ -1,4 +1,4 @@
-"""Wire records: the append-only events a session's history is folded from (spec 5.2).
+"""Wire records: the append-only events a session's history is folded from (context-core.md §5.2).
 
 Each record is stored as one entry of the session's Redis stream. The stream entry id becomes
 the record's `id` when it is read back, and the `id` of the message the record creates. Extra

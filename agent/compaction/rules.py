@@ -1,4 +1,4 @@
-"""Compaction rules (spec 3.1, 3.3, 3.4): when to compact, where the compacted prefix may end,
+"""Compaction rules (context-core.md §3.1, 3.3, 3.4): when to compact, where the compacted prefix may end,
 and how many leading messages to compact.
 
 Everything here is pure and works on a list of messages plus an injectable estimator, so the
@@ -25,7 +25,7 @@ OBSERVED_WINDOW_RATIO = 0.85
 
 
 class CompactionConfig(BaseModel):
-    """`DEFAULT_COMPACTION_CONFIG` of spec 3.1. Unbounded limits are `float('inf')`; the
+    """`DEFAULT_COMPACTION_CONFIG` of context-core.md §3.1. Unbounded limits are `float('inf')`; the
     vectors' string "Infinity" is accepted for any number."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
@@ -69,7 +69,7 @@ def _over_threshold(used: float, max_size: float, ratio: float, reserve: float) 
 
 
 def observed_window(estimated_request_tokens: int) -> int:
-    """The window to remember after a request of this size overflowed (spec 3.6)."""
+    """The window to remember after a request of this size overflowed (context-core.md §3.6)."""
     return max(1, math.floor(estimated_request_tokens * OBSERVED_WINDOW_RATIO))
 
 

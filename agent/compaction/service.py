@@ -1,4 +1,4 @@
-"""The compaction service (spec 3.5, in this project's shape): plan, summarise, apply.
+"""The compaction service (context-core.md §3.5, in this project's shape): plan, summarise, apply.
 
 The caller (the loop, or `/agent compact` on the Redis side) drives three pure-ish steps:
 
@@ -178,7 +178,7 @@ def prepare_compaction(
 
 @dataclass
 class _Attempts:
-    """The request history being summarised and the failure counters of spec 3.5."""
+    """The request history being summarised and the failure counters of context-core.md §3.5."""
 
     messages: list[Message]
     dropped: int = 0

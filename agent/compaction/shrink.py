@@ -1,4 +1,4 @@
-"""Shrinking the history a summary request is built from, when that request fails (spec 3.5).
+"""Shrinking the history a summary request is built from, when that request fails (context-core.md §3.5).
 
 Both functions keep a suffix of the input, so the result is always a slice of the same message
 objects; neither ever starts the kept part with a tool result, which would be an orphan.

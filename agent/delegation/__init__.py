@@ -1,4 +1,4 @@
-"""Sub-agents (spec 6): the Agent and AgentSwarm tools, fork, and how answers come back."""
+"""Sub-agents (context-core.md §6): the Agent and AgentSwarm tools, fork, and how answers come back."""
 
 from agent.delegation._agent_tool import AgentParams, AgentTool
 from agent.delegation._binding import MAX_AGENT_DEPTH, AgentBinding

@@ -1,4 +1,4 @@
-"""The `Agent` tool: hand a task to a sub-agent that works in the same workspace (spec 6).
+"""The `Agent` tool: hand a task to a sub-agent that works in the same workspace (context-core.md §6).
 
 In the foreground the call's result is the sub-agent's final answer: the tool starts the
 child and returns a deferred result, the loop parks the step (freeing its worker) and the

@@ -1,4 +1,4 @@
-"""Fork (spec 6): the compatibility checks, and the history a fork starts from."""
+"""Fork (context-core.md §6): the compatibility checks, and the history a fork starts from."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Model-visible texts of delegation: the reference's fork texts (spec 6) and this project's own."""
+"""Model-visible texts of delegation: the reference's fork texts and this project's own.
+
+See docs/context-core.md §6.
+"""
 
 from __future__ import annotations
 

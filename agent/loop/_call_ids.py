@@ -1,4 +1,4 @@
-"""Tool-call ids made unique before a step runs (spec 4.3).
+"""Tool-call ids made unique before a step runs (context-core.md §4.3).
 
 A model may repeat an id inside one response, or reuse one it used earlier in the session;
 either would pair a result with the wrong call. The later occurrence becomes `<id>__2`,

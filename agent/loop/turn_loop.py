@@ -1,4 +1,4 @@
-"""The agent loop (spec 5.3): steps of input → compaction check → projection → model → tools.
+"""The agent loop (context-core.md §5.3): steps of input → compaction check → projection → model → tools.
 
 One `Loop` runs one turn over a `HistoryFold` holding the session's history. Every event goes to
 the wire log through the sink as it happens, and the folder applies exactly what was written,

@@ -1,4 +1,4 @@
-"""The projector's single pass (spec 2.1-2.3): pair tool results with their calls, then flatten.
+"""The projector's single pass (context-core.md §2.1-2.3): pair tool results with their calls, then flatten.
 
 The reference pairs messages into blocks and flattens the blocks in a second pass. This pass does
 both at once: an exchange writes its assistant and reserves one output slot per call, in call
@@ -37,7 +37,7 @@ NEVER = 1 << 62  # an index no history reaches
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """The pre-pass (spec 2.1). `first_assistant_index` is -1 in sizing mode."""
+    """The pre-pass (context-core.md §2.1). `first_assistant_index` is -1 in sizing mode."""
 
     sizing: bool
     last_non_tool_index: int

@@ -26,11 +26,11 @@ WIRE_FIELDS = frozenset({"role", "name", "content", "tool_calls", "tool_call_id"
 CONTEXT_FIELDS = frozenset({"id", "provider_message_id", "origin", "is_error", "note"})
 _CLEARED = dict.fromkeys(CONTEXT_FIELDS)
 
-# Block kinds of the pairing pass (spec 2.2 steps 1-6).
+# Block kinds of the pairing pass (context-core.md §2.2 steps 1-6).
 DROP = 0  # no content left: dropped silently
 VACUOUS = 1  # only vacuous parts: dropped with an anomaly
 PLAIN = 2
-MERGEABLE = 3  # a real user's message: consecutive ones become one (spec 2.3)
+MERGEABLE = 3  # a real user's message: consecutive ones become one (context-core.md §2.3)
 EXCHANGE = 4  # carries tool calls
 TOOL = 5  # a tool result; in sizing mode it takes its `sizing_kind` instead
 PARTIAL = 6  # skipped entirely, calls included
@@ -145,7 +145,7 @@ def wire_message(source: Message, content: list[ContentPart]) -> Message:
 
 @lru_cache(maxsize=4096)  # shared frozen placeholders; a bound keeps a long-lived worker's cache small
 def unavailable_result(tool_call_id: str) -> Message:
-    """The placeholder result of a call whose result is missing (spec 2.3), exact text."""
+    """The placeholder result of a call whose result is missing (context-core.md §2.3), exact text."""
     return Message(role="tool", content=[TextPart(text=TOOL_RESULT_UNAVAILABLE)], tool_call_id=tool_call_id)
 
 
@@ -157,7 +157,7 @@ def is_unavailable_result(message: Message) -> bool:
 
 
 def merged_user_message(run: list[Message]) -> Message:
-    """Consecutive real-user messages as one (spec 2.3), memoised on the first of the run.
+    """Consecutive real-user messages as one (context-core.md §2.3), memoised on the first of the run.
 
     The key leaves the first message out: the memo is its own, and holding it would be a cycle.
     """

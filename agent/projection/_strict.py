@@ -1,4 +1,7 @@
-"""Strict repairs applied after `project` (spec 2.5), for the one resend after a structural rejection."""
+"""Strict repairs applied after `project`, for the one resend after a structural rejection.
+
+See docs/context-core.md §2.5.
+"""
 
 from __future__ import annotations
 

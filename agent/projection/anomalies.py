@@ -1,4 +1,4 @@
-"""Projection anomalies (spec 2.6): each repair the projector made to keep the request wire-valid."""
+"""Projection anomalies (context-core.md §2.6): each repair the projector made to keep a request valid."""
 
 from __future__ import annotations
 

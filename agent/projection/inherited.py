@@ -1,4 +1,4 @@
-"""The inherited snapshot a fork starts from (spec 2.8): the trailing open exchange closed."""
+"""The inherited snapshot a fork starts from (context-core.md §2.8): the trailing open exchange closed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Context projector (spec 2): history → the wire messages of one model request.
+"""Context projector (context-core.md §2): history → the wire messages of one model request.
 
 `project` pairs every tool call with exactly one result, right after its assistant and in call
 order (a missing one gets a placeholder), drops orphan results and empty messages, merges

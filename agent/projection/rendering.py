@@ -1,4 +1,4 @@
-"""What the model sees of a message's content (spec 2.4): tool-result rendering and blank-text cleaning.
+"""What the model sees of a message's content (context-core.md §2.4): tool results, blank text.
 
 Both functions hand back the very list they were given when nothing changes, so the projector
 can tell an untouched message (and reuse it) from one that needs a new wire form.

@@ -1,4 +1,4 @@
-"""Reporting projection repairs (spec 2.6, service level): one warning per new kind of repair.
+"""Reporting projection repairs (context-core.md §2.6, service level): one warning per new kind of repair.
 
 A trailing open exchange is normal (its calls are in flight), so `tool_result_synthesized` with
 `trailing` is ignored. The rest is summarised by a signature; the warning (and telemetry event)

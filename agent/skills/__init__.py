@@ -1,4 +1,4 @@
-"""Skills (spec 6): SKILL.md files, their catalog, argument expansion and the Skill tool."""
+"""Skills (context-core.md §6): SKILL.md files, their catalog, argument expansion and the Skill tool."""
 
 from agent.skills._activation import activation_message, render_skill
 from agent.skills._catalog import SkillCatalog, SkillRoot, listing_text, session_skill_roots

@@ -1,4 +1,4 @@
-"""What an activated skill delivers: a user message with origin `skill_activation` (spec 6).
+"""What an activated skill delivers: a user message with origin `skill_activation` (context-core.md §6).
 
 The model-tool and nested triggers arrive as a steer after the Skill call's results; the
 user-slash trigger (`!skill`, `/agent skill`) arrives as the person's own input.

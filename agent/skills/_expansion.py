@@ -1,4 +1,4 @@
-"""Argument expansion in a skill's body (spec 6) and the text an activation delivers.
+"""Argument expansion in a skill's body (context-core.md §6) and the text an activation delivers.
 
 Arguments are split into whitespace tokens, quotes grouping a token (`a "b c"` is two
 tokens). `$ARGUMENTS` is the whole string, `$ARGUMENTS[i]` and `$i` the i-th token

@@ -1,4 +1,4 @@
-"""A skill: a reusable method (a SKILL.md file) that changes how a task is approached (spec 6)."""
+"""A skill: a reusable method (a SKILL.md file) that changes how a task is approached (context-core.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `Skill` tool: the model loads an inline skill, which arrives as a steer (spec 6).
+"""The `Skill` tool: the model loads an inline skill, which arrives as a steer (context-core.md §6).
 
 A Skill tool instance belongs to one agent and knows its query depth (0 for a session a
 person started, one more for each sub-agent level). At depth 3 or more it refuses with

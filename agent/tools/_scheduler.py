@@ -1,4 +1,4 @@
-"""Runs tool executions concurrently unless their accesses conflict (spec 4.4).
+"""Runs tool executions concurrently unless their accesses conflict (context-core.md §4.4).
 
 `add` starts a task at once unless it conflicts with an active task or with any task still
 queued (a later task never overtakes a conflicting earlier one). When a task finishes,

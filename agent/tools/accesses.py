@@ -1,4 +1,4 @@
-"""What a tool execution touches, and when two executions must not overlap (spec 4.4).
+"""What a tool execution touches, and when two executions must not overlap (context-core.md §4.4).
 
 An execution declares a list of accesses: file entries (read / write / readwrite / search,
 optionally recursive) or `all`. Declaring nothing (None) means `all`: the execution runs

@@ -1,4 +1,4 @@
-"""Parsing the raw argument string of a tool call (spec 4.1): no repair, no defaulting of null."""
+"""Parsing the raw argument string of a tool call (context-core.md §4.1): no repair, no defaulting of null."""
 
 from __future__ import annotations
 

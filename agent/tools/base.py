@@ -42,7 +42,7 @@ class ToolResult:
     spill: ToolResultSpill | None = None
     spill_exempt: bool = False
     stop_turn: bool = False
-    # A message to append after this step's results, as a steer (a loaded skill, spec 6).
+    # A message to append after this step's results, as a steer (a loaded skill, context-core.md §6).
     steer: Message | None = None
     # The outcome comes later from elsewhere (a sub-agent): the loop parks the step until then.
     deferred: bool = False

@@ -1,4 +1,4 @@
-"""The cancel signal a turn hands to its tool batch (spec 4.5).
+"""The cancel signal a turn hands to its tool batch (context-core.md §4.5).
 
 Like `asyncio.Event`, plus the reason (a user's cancel or a system abort, which the model is
 told differently) and synchronous callbacks, so the executor and the batch adapter react in

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # What the model sees of one result: above this the output goes to a spill file and the
-# model gets a pointer with a preview (spec 4.6, DEFAULT_TOOL_RESULT_MAX_CHARS).
+# model gets a pointer with a preview (context-core.md §4.6, DEFAULT_TOOL_RESULT_MAX_CHARS).
 TOOL_RESULT_MAX_CHARS = 50_000
 # What a tool may keep in memory for one result, so a runaway command cannot exhaust the
 # worker; the true size is still counted (DEFAULT_TOOL_RESULT_MAX_RETAINED_CHARS).
@@ -18,7 +18,7 @@ MAX_LINE_CHARS = 2_000
 LINE_TRUNCATION_MARKER = "[...truncated]"
 
 # How long a cancelled tool may take to wind down before the call resolves as aborted and
-# the tool is abandoned (spec 4.5, ABORT_GRACE_MS).
+# the tool is abandoned (context-core.md §4.5, ABORT_GRACE_MS).
 ABORT_GRACE_MS = 2_000
 
 # Spill files live in the session workspace so any worker mounting it can page through them.

@@ -1,6 +1,6 @@
 """Runs one step's tool calls and yields exactly one result per call, in completion order.
 
-Each call goes through preflight (spec 4.2) in call order; a call that may run is handed to
+Each call goes through preflight (context-core.md §4.2) in call order; a call that may run is handed to
 the `ToolScheduler` with its declared accesses, the rest get their result at once. A call
 that declares `stop_batch_after_this` (or a ready result with `stop_turn`) makes every later
 call return the skipped text without running.

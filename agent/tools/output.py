@@ -1,6 +1,6 @@
 """Tool output: coercing what a tool returned, normalising it, accumulating streamed text.
 
-`coerce_tool_result` and `normalize_tool_result` are the executor's spec 4.3 rules: every
+`coerce_tool_result` and `normalize_tool_result` are the executor's context-core.md §4.3 rules: every
 return value becomes a well-formed result (or the exact error text saying why not), empty
 output says so, media-only output gets a leading text, a text-only list becomes one string.
 `ToolOutputAccumulator` is the newer 4.6 contract for tools that stream text.
@@ -73,7 +73,7 @@ def _from_mapping(name: str, value: Mapping[str, Any]) -> ToolResult:
 
 
 def coerce_tool_result(name: str, value: Any) -> ToolResult:
-    """Whatever `run` returned, as a ToolResult (spec 4.3's texts for the malformed cases)."""
+    """Whatever `run` returned, as a ToolResult (context-core.md §4.3's texts for the malformed cases)."""
     if isinstance(value, ToolResult):
         if isinstance(value.output, str):
             return value

@@ -1,6 +1,6 @@
 """Who may stop a call before it runs: the guard (veto by name) and the permission policy.
 
-The guard is spec 4.2 step 3: a veto by tool name and call source, with its own text. The
+The guard is context-core.md §4.2 step 3: a veto by tool name and call source, with its own text. The
 permission policy is step 9: it decides allow / deny / ask for a prepared call. "Ask" is a
 value (`Ask`), so a caller can park on it: the executor hands it to an `Approver`, an async
 callable that answers approved / rejected(feedback) / cancelled. The Slack layer provides

@@ -1,4 +1,4 @@
-"""Results too long for the model: saved in the workspace, replaced by a pointer (spec 4.6, newer).
+"""Results too long for the model: saved in the workspace, replaced by a pointer (context-core.md §4.6).
 
 A text result over 50,000 chars that is not already truncated, not exempt and carries no
 media is written (its retained text, up to 10,000,000 chars) to

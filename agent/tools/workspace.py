@@ -1,4 +1,7 @@
-"""Keeping tool paths inside the session workspace, `..` and symlinks included (spec 4.2 step 6)."""
+"""Keeping tool paths inside the session workspace, `..` and symlinks included.
+
+See docs/context-core.md §4.2, step 6.
+"""
 
 from __future__ import annotations
 

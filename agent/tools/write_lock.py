@@ -1,6 +1,6 @@
 """Write accesses across sessions that share a workspace (a parent and its sub-agents).
 
-The scheduler (spec 4.4) orders the calls of one batch. Sessions sharing a workspace run in
+The scheduler (context-core.md §4.4) orders the calls of one batch. Sessions sharing a workspace run in
 different workers, so a call that writes also holds a workspace-level lock while it runs:
 `LockedTool` wraps a tool so that its execution first acquires the lock for the writing
 entries it declared (a write or readwrite of a file or tree, or `all` when it declared

@@ -3,7 +3,7 @@
 A parent and its sub-agents run in different workers on one workspace. A call that writes
 (see agent.tools.write_lock) acquires this lock for its writing entries before it runs and
 releases it after: one Lua script checks the entries against every current holder with the
-scheduler's conflict rule (spec 4.4: `all` conflicts with everything; two file entries
+scheduler's conflict rule (context-core.md §4.4: `all` conflicts with everything; two file entries
 conflict when their paths overlap, a recursive entry covering the paths under it) and adds
 the holder only if nothing conflicts. A waiting call polls; a holder renews its lease while
 it runs, so a dead worker's lock lapses after `HOLD_TTL_MS`.

@@ -1,4 +1,4 @@
-"""A slow, literal reading of spec 2.1-2.4 (pairing into blocks, then flattening), for property tests.
+"""A slow, literal reading of context-core.md §2.1-2.4 (pair into blocks, then flatten), for property tests.
 
 It shares nothing with agent.projection._pairing or agent.projection._projected_message except
 the vetted renderer and the message vocabulary; it builds every message through validation and

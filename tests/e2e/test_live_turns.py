@@ -17,7 +17,7 @@ from tests.polling import wait_for
 from tests.slack_events import block_action, mention, message
 from tests.thread_view import bot_messages, buttons, responses, shown, thread_texts
 
-DENIED = 'Tool "shell" was not run because the user rejected the approval request.'  # spec 4.5
+DENIED = 'Tool "shell" was not run because the user rejected the approval request.'  # context-core.md §4.5
 
 
 def start(stack: Stack, fake_slack: FakeSlack, words: str, user: str = "W222") -> SessionKey:

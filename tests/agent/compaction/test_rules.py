@@ -17,7 +17,7 @@ from agent.messages import Message, ToolCall, assistant_message, tool_message, u
 
 
 def seed_history() -> list[Message]:
-    """The seed experiment of spec 3.4: user, answer, user, two parallel calls, final answer."""
+    """The seed experiment of context-core.md §3.4: user, answer, user, two parallel calls, final answer."""
     calls = [ToolCall(id="a", name="Lookup", arguments="{}"), ToolCall(id="b", name="Lookup", arguments="{}")]
     return [
         user_message("old user"),

@@ -1,4 +1,4 @@
-"""Fork (spec 6): the compatibility checks (fork-01) and the inherited snapshot."""
+"""Fork (context-core.md §6): the compatibility checks (fork-01) and the inherited snapshot."""
 
 from __future__ import annotations
 

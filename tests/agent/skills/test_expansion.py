@@ -1,4 +1,4 @@
-"""Argument expansion (spec 6): named, positional and indexed placeholders, variables, the appended line."""
+"""Argument expansion (context-core.md §6): named, positional, indexed placeholders, variables."""
 
 from __future__ import annotations
 

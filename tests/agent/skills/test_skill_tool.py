@@ -1,4 +1,4 @@
-"""The Skill tool's invocation rules (spec 6), the skill-01/skill-02 vectors, and the steer it delivers."""
+"""The Skill tool's invocation rules (context-core.md §6), vectors skill-01 and skill-02, its steer."""
 
 from __future__ import annotations
 
