@@ -38,6 +38,8 @@ GLOB_MAX_RESULTS = 1_000
 GREP_DEFAULT_MAX_RESULTS = 100
 GREP_MAX_RESULTS = 1_000
 GREP_MAX_FILE_BYTES = 5_000_000  # larger files are skipped: likely data, not source
+# A model-written pattern can backtrack for ever ((a|aa)+c); a search is stopped after this long.
+GREP_TIME_LIMIT_S = 20.0
 # Binary sniffing: a NUL byte in the first block means "not text".
 BINARY_SNIFF_BYTES = 8_192
 

@@ -1,13 +1,21 @@
-"""grep: lines matching a Python regular expression, across files."""
+"""grep: lines matching a Python regular expression, across files.
+
+The pattern is the model's, so it may backtrack catastrophically. It is matched with the
+`regex` package (the same syntax as `re`), which takes a time limit per call and releases the
+GIL while it matches: a bad pattern ends as a tool error at the limit instead of keeping a core
+busy after its turn, and never stalls the worker's other threads (lease heartbeats).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import regex
 from pydantic import Field
 
 from agent.tools import accesses as acc
@@ -18,6 +26,7 @@ from agent.tools.defaults import (
     GREP_DEFAULT_MAX_RESULTS,
     GREP_MAX_FILE_BYTES,
     GREP_MAX_RESULTS,
+    GREP_TIME_LIMIT_S,
     MAX_LINE_CHARS,
 )
 from agent.tools.output import cut_long_lines
@@ -40,11 +49,38 @@ class GrepParams(Params):
     ignore_case: bool = Field(default=False, description="Match without regard to case.")
 
 
-def _compile(args: GrepParams) -> re.Pattern[str]:
+TIMED_OUT = (
+    "The pattern {pattern!r} was still matching after {limit:g} s and was stopped: it backtracks "
+    "too much. Use a simpler pattern (no nested repetition such as (a+)+ or (a|aa)+)."
+)
+
+
+def _compile(args: GrepParams) -> regex.Pattern[str]:
+    flags = regex.VERSION0 | (regex.IGNORECASE if args.ignore_case else 0)
     try:
-        return re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
-    except re.error as error:
+        return regex.compile(args.pattern, flags)
+    except regex.error as error:
         raise ToolError(f"Invalid regular expression {args.pattern!r}: {error}") from None
+
+
+@dataclass
+class _Matcher:
+    """Matches lines until a deadline shared by the whole search."""
+
+    pattern: regex.Pattern[str]
+    limit_s: float
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.limit_s
+
+    def search(self, line: str) -> bool:
+        remaining = self.deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return self.pattern.search(line, timeout=remaining, concurrent=True) is not None
+        except TimeoutError:
+            raise ToolError(TIMED_OUT.format(pattern=self.pattern.pattern, limit=self.limit_s)) from None
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -70,7 +106,7 @@ def _searchable(path: Path) -> bool:
         return False
 
 
-def _grep(root: Path, workspace: Path, regex: re.Pattern[str], args: GrepParams, signal: CancelSignal) -> str:
+def _grep(root: Path, workspace: Path, matcher: _Matcher, args: GrepParams, signal: CancelSignal) -> str:
     if not root.exists():
         raise ToolError(f"Path not found: {args.path}")
     matches: list[str] = []
@@ -82,7 +118,7 @@ def _grep(root: Path, workspace: Path, regex: re.Pattern[str], args: GrepParams,
             continue
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
-                if regex.search(line):
+                if matcher.search(line):
                     matches.append(f"{relative}:{number}:{cut_long_lines(line.rstrip(), MAX_LINE_CHARS)}")
                     if len(matches) > args.max_results:
                         break
@@ -107,18 +143,22 @@ class Grep(Tool[GrepParams]):
     )
     parameters = GrepParams
 
+    def __init__(self, time_limit_s: float = GREP_TIME_LIMIT_S) -> None:
+        self.time_limit_s = time_limit_s
+
     def resolve_execution(self, args: GrepParams, context: ToolContext) -> ToolExecution:
-        regex = _compile(args)
+        pattern = _compile(args)
         root = context.resolve(args.path)
         return ToolExecution(
-            run=lambda: self._grep(root, regex, args, context), accesses=acc.search_tree(str(root))
+            run=lambda: self._grep(root, pattern, args, context), accesses=acc.search_tree(str(root))
         )
 
     async def _grep(
-        self, root: Path, regex: re.Pattern[str], args: GrepParams, context: ToolContext
+        self, root: Path, pattern: regex.Pattern[str], args: GrepParams, context: ToolContext
     ) -> ToolResult:
         workspace = Path(os.path.realpath(context.workspace))
-        return ToolResult(await asyncio.to_thread(_grep, root, workspace, regex, args, context.signal))
+        matcher = _Matcher(pattern, self.time_limit_s)
+        return ToolResult(await asyncio.to_thread(_grep, root, workspace, matcher, args, context.signal))
 
     async def run(self, args: GrepParams, context: ToolContext) -> ToolResult:
         return await self._grep(context.resolve(args.path), _compile(args), args, context)

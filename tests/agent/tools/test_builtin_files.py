@@ -1,9 +1,12 @@
 import os
 
+import anyio
 import pytest
 
 from agent.tools import default_registry
+from agent.tools.builtin import Grep
 from agent.tools.executor import ToolExecutor
+from agent.tools.registry import ToolRegistry
 from tests.agent.tools.helpers import call, run_one
 
 pytestmark = pytest.mark.anyio
@@ -248,3 +251,12 @@ async def test_spill_files_can_be_read_back_with_read_file(executor, workspace):
     assert page.output.startswith("     3\trow 0\n     4\trow 1\n[Lines 3-4 of ")  # after exit_code, stdout:
     found = await use(executor, "grep", pattern="^row 19999$", path=path)
     assert found.output.endswith(":row 19999")
+
+
+async def test_grep_stops_a_catastrophic_pattern_at_its_time_limit(workspace):
+    (workspace / "a.txt").write_text("a" * 64 + "\n")
+    executor = ToolExecutor(ToolRegistry([Grep(time_limit_s=0.5)]), workspace=workspace)
+    with anyio.fail_after(60):  # a deadline for the test itself; the tool's own limit is 0.5 s
+        result = await use(executor, "grep", pattern="(a|aa)+c")
+    assert result.is_error
+    assert "0.5 s" in result.output and "(a|aa)+c" in result.output
