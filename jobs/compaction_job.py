@@ -29,6 +29,7 @@ from jobs.queues import schedule_delivery, schedule_turn
 from jobs.session.history import load_fold, save_checkpoint
 from jobs.session.lease import Lease
 from jobs.session.notices import CompactionNotice
+from jobs.session.state import PARKED_STATES, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.runner import tool_setup
@@ -50,6 +51,9 @@ def run_manual_compaction(session_key: str, by: str) -> str:
         _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
         return "busy"
     with lease:
+        if state_of(store) in PARKED_STATES:  # parked after this job was queued: its step is open
+            _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
+            return "busy"
         outcome = asyncio.run(compact(store, settings, runtime.build_model(settings), by))
         if not lease.release_if_idle():
             schedule_turn(redis, key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)

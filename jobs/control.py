@@ -236,7 +236,9 @@ def request_compaction(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s
     store = SessionStore(redis, key)
     if not session_exists(redis, key):
         return ControlResult(ok=False, message="There is no session in that thread.")
-    if state_of(store) in ("running", "queued", "awaiting_approval"):
+    if state_of(store) in ("running", "queued", *PARKED_STATES):
+        # A parked step is open (calls waiting for a person or for sub-agents): the checkpoint
+        # keeps only settled history, so compacting now would drop the step and its results.
         return ControlResult(
             ok=False, message="Cannot compact while a turn is active. Wait for it to finish, then retry."
         )

@@ -18,7 +18,7 @@ from jobs.session.notices import Notice
 from jobs.session.state import State, set_state
 from jobs.session.store import SessionStore
 from tests.polling import wait_for
-from tests.slack_events import mention
+from tests.slack_events import command, mention
 from tests.thread_view import bot_messages
 
 
@@ -57,3 +57,12 @@ def link(fake_slack: FakeSlack, key: SessionKey) -> str:
 
 def response_url(fake_slack: FakeSlack, name: str = "1") -> str:
     return f"{fake_slack.url}/response/{name}"
+
+
+def slash_command(
+    stack: Stack, fake_slack: FakeSlack, words: str, *, user: str = "W222", name: str = "/agent"
+) -> str:
+    """Send `/agent <words>` to web as Slack does; returns the ephemeral answer's text."""
+    response = stack.send_command(command(words, user=user, response_url=response_url(fake_slack), name=name))
+    assert response.status_code == 200
+    return str(response.json()["text"])

@@ -12,18 +12,17 @@ from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey, cancel_key
 from jobs.session.state import state_of
 from jobs.session.store import SessionStore
-from tests.e2e.sessions import link, open_session, put_in_state, response_url
+from tests.e2e.sessions import link, open_session, put_in_state, slash_command
 from tests.polling import wait_for
-from tests.slack_events import command, message
+from tests.slack_events import message
 from tests.thread_view import ephemerals, thread_texts
 
 
 def run(stack: Stack, fake_slack: FakeSlack, words: str, *, user: str = "W222", name: str = "/agent") -> str:
     started = time.monotonic()
-    response = stack.send_command(command(words, user=user, response_url=response_url(fake_slack), name=name))
-    assert response.status_code == 200
+    answer = slash_command(stack, fake_slack, words, user=user, name=name)
     assert time.monotonic() - started < 3.0  # Slack's deadline for the acknowledgement
-    return response.json()["text"]
+    return answer
 
 
 def test_help_lists_every_subcommand(stack, fake_slack):

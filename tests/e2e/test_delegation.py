@@ -8,7 +8,9 @@ from pathlib import Path
 
 from agent.testing import FakeLLM, Reply, calls, text
 from tests.e2e.agents import Agents, start_stack, state, subagent_keys, tool_results, wait_for_answer
+from tests.e2e.sessions import link, slash_command
 from tests.e2e.turns import CHANNEL, Session
+from tests.polling import wait_for
 
 PARENT = "PARENT-TASK"
 BACKGROUND = {"run_in_background": True}
@@ -109,5 +111,31 @@ def test_a_background_sub_agent_answers_later_as_input_to_its_parent(
         last = agents.of(PARENT)[-1]["messages"][-1]
         assert last["role"] == "user" and "scan found 3 issues" in last["content"]
         assert 'agent_id="b1"' in last["content"] and 'status="completed"' in last["content"]
+    finally:
+        stack.stop()
+
+
+def test_compaction_is_refused_while_sub_agents_run_and_their_answers_still_reach_the_parent(
+    tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
+):
+    release = threading.Event()
+    agents = Agents()
+    agents.add(
+        PARENT,
+        calls(("a1", "Agent", {"prompt": "SLOW-CHILD: look around", "description": "look"})),
+        text("parent: the child answered"),
+    )
+    agents.add("SLOW-CHILD", Reply(text="child: all quiet", gate=release))
+    fake_llm.default = agents
+    stack = start_stack(tmp_path, redis_url, fake_slack.api_url, fake_llm, workers=2)
+    try:
+        session = Session(redis, fake_slack, PARENT)
+        wait_for(lambda: state(redis, session.key) == "awaiting_agents", what="the parent to wait")
+        answer = slash_command(stack, fake_slack, f"compact {link(fake_slack, session.key)}")
+        assert answer.startswith("Cannot compact while")
+        release.set()
+        wait_for_answer(session, "parent: the child answered")
+        assert tool_results(agents.of(PARENT)[1]) == {"a1": "child: all quiet"}
+        assert not [r for r in session.wire() if "compaction" in r["type"]]
     finally:
         stack.stop()
