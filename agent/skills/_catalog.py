@@ -7,6 +7,7 @@ which file is wrong and why instead of silently leaving a skill out.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,22 @@ SKILL_FILE = "SKILL.md"
 WORKSPACE_SKILLS_DIR = ".threadline/skills"  # inside the session workspace
 
 
+OUTSIDE = "a symbolic link leads outside the workspace; skipped"
+
+
 @dataclass(frozen=True)
 class SkillRoot:
+    """A directory of skills. `confined_to`: every file read must really lie inside it (a
+    workspace holds a repository's files, and a repository may ship links to anywhere)."""
+
     path: Path
     source: SkillSource
+    confined_to: Path | None = None
+
+    def holds(self, path: Path) -> bool:
+        if self.confined_to is None:
+            return True
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(self.confined_to))
 
 
 @dataclass
@@ -49,10 +62,16 @@ class SkillCatalog:
     def _load_root(self, root: SkillRoot) -> None:
         if not root.path.is_dir():
             return
+        if not root.holds(root.path):
+            self.errors.append(SkillParseError(root.path, OUTSIDE))
+            return
         seen_here: set[str] = set()
         for directory in sorted(root.path.iterdir()):
             path = directory / SKILL_FILE
             if not path.is_file():
+                continue
+            if not root.holds(path):
+                self.errors.append(SkillParseError(path, OUTSIDE))
                 continue
             parsed = parse_skill_file(path, root.source)
             if isinstance(parsed, SkillParseError):
@@ -65,7 +84,7 @@ class SkillCatalog:
 
 
 def session_skill_roots(workspace: Path, shared: Path | None) -> list[SkillRoot]:
-    roots = [SkillRoot(workspace / WORKSPACE_SKILLS_DIR, "workspace")]
+    roots = [SkillRoot(workspace / WORKSPACE_SKILLS_DIR, "workspace", confined_to=workspace)]
     if shared is not None:
         roots.append(SkillRoot(shared, "shared"))
     return roots

@@ -45,3 +45,26 @@ def test_two_skills_with_one_name_in_one_root(tmp_path: Path):
 
 def test_no_skills_no_listing(tmp_path: Path):
     assert listing_text(SkillCatalog.load(session_skill_roots(tmp_path, None)).for_model()) == ""
+
+
+def test_a_workspace_skill_never_reads_a_file_outside_the_workspace(tmp_path: Path):
+    """A repository can ship links; each way out is refused, and the reason is kept."""
+    outside = tmp_path / "outside"
+    secret = skill_file(outside, "secret", "---\nname: secret\ndescription: SECRET-TEXT\n---\nSECRET-BODY")
+    workspace = tmp_path / "ws"
+    skills = workspace / ".threadline" / "skills"
+    skills.mkdir(parents=True)
+    (skills / "file-link").mkdir()
+    (skills / "file-link" / "SKILL.md").symlink_to(secret)  # the file is a link
+    (skills / "dir-link").symlink_to(secret.parent)  # the skill's directory is a link
+    other = tmp_path / "ws2"
+    (other / ".threadline").mkdir(parents=True)
+    (other / ".threadline" / "skills").symlink_to(outside)  # the skills directory itself is a link
+
+    for root in (workspace, other):
+        catalog = SkillCatalog.load(session_skill_roots(root, None))
+        assert catalog.all() == []
+        assert "SECRET" not in repr(catalog)
+    errors = SkillCatalog.load(session_skill_roots(workspace, None)).errors
+    assert sorted(error.path.parent.name for error in errors) == ["dir-link", "file-link"]
+    assert all("outside the workspace" in error.reason for error in errors)
