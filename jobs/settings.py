@@ -29,7 +29,7 @@ EXPECTED: dict[str, str] = {
     "PORT": "a TCP port number (1-65535)",
     "LLM_BASE_URL": "the base URL of an OpenAI-compatible API, e.g. https://api.moonshot.ai/v1",
     "LLM_API_KEY": "the API key for LLM_BASE_URL",
-    "LLM_MODEL": "the model name to request, e.g. kimi-k2-0905-preview",
+    "LLM_MODEL": "the model name to request, e.g. kimi-k2.6",
     "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
     "LLM_TIMEOUT_SECONDS": "how long to wait for the model's next bytes before retrying (seconds)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.compaction import should_compact
 from tests.vectors import VECTORS_FILE, all_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,3 +132,10 @@ def _top_level_names(source: Path) -> frozenset[str]:
         elif isinstance(node, ast.ImportFrom | ast.Import):
             names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
     return frozenset(names)
+
+
+def test_the_readme_states_the_compaction_trigger_the_code_uses():
+    window = 128_000
+    trigger = next(used for used in range(0, window, 500) if should_compact(used, window))
+    readme = (ROOT / "README.md").read_text()
+    assert f"{trigger:,} of {window:,}" in readme
