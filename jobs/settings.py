@@ -27,6 +27,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_TIMEOUT_SECONDS": "how long to wait for a Slack Web API answer (seconds)",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
+    "WEB_KEEPALIVE_SECONDS": "seconds web keeps an idle connection open (above your load balancer's)",
     "LLM_BASE_URL": "the base URL of an OpenAI-compatible API, e.g. https://api.moonshot.ai/v1",
     "LLM_API_KEY": "the API key for LLM_BASE_URL",
     "LLM_MODEL": "the model name to request, e.g. kimi-k2.6",
@@ -64,6 +65,9 @@ class Settings(BaseSettings):
     SLACK_TIMEOUT_SECONDS: int = Field(default=15, gt=0)
     REDIS_URL: str | None = None
     PORT: int = Field(default=3000, ge=1, le=65535)
+    # Above common load-balancer idle timeouts (60 s): the balancer, not web, must close an idle
+    # connection, or a request it sends just as web closes it is lost.
+    WEB_KEEPALIVE_SECONDS: int = Field(default=75, ge=1, le=3600)
     LLM_BASE_URL: str | None = None
     LLM_API_KEY: str | None = None
     LLM_MODEL: str | None = None

@@ -101,6 +101,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
         self.cfg.set("workers", WEB_WORKERS)
         self.cfg.set("worker_class", "gthread")
         self.cfg.set("threads", WEB_THREADS)
+        self.cfg.set("keepalive", self.settings.WEB_KEEPALIVE_SECONDS)
         self.cfg.set("accesslog", None)
         self.cfg.set("graceful_timeout", 10)
         self.cfg.set("post_worker_init", _freeze_what_loading_made)

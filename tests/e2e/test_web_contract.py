@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import subprocess
 import time
 from pathlib import Path
@@ -70,3 +71,20 @@ def test_invalid_setting_names_the_variable_and_what_is_expected():
         result.stderr.strip()
         == "threadline: invalid setting PORT='eighty': expected a TCP port number (1-65535)"
     )
+
+
+def test_a_kept_alive_connection_still_answers_after_an_idle_gap(stack: Stack):
+    """Load balancers and client pools reuse a connection after tens of seconds of idle; a
+    request sent on one the server is closing gets no response (a lost button click)."""
+    connection = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=10)
+    try:
+        connection.request("GET", "/healthz")
+        assert connection.getresponse().read().strip() == b"ok"
+        time.sleep(IDLE_GAP_S)  # the idle gap is the input under test, not synchronisation
+        connection.request("GET", "/healthz")
+        assert connection.getresponse().read().strip() == b"ok"
+    finally:
+        connection.close()
+
+
+IDLE_GAP_S = 3.5  # longer than gunicorn's own keep-alive default (2 s)
