@@ -103,6 +103,7 @@ class _SessionCompaction:
                 compacted=outcome.compacted,
                 tokens_before=outcome.tokens_before,
                 tokens_after=outcome.tokens_after,
+                dropped=outcome.dropped or None,
             )
             _notice(self.store, notice)
             return

@@ -49,6 +49,7 @@ class CompactionOutcome:
     tokens_before: int = 0
     tokens_after: int = 0
     detail: str | None = None
+    dropped: int = 0  # oldest messages the summary request left out after an overflow
 
 
 class CompactionPort(Protocol):
@@ -104,7 +105,8 @@ async def run_compaction(
     record_id = port.write(record, "apply")
     port.save_checkpoint(record_id)
     port.write(FullCompactionComplete(), "complete")
-    return _finish(port, CompactionOutcome("done", n, done.tokens_before, done.tokens_after))
+    outcome = CompactionOutcome("done", n, done.tokens_before, done.tokens_after, dropped=done.dropped_count)
+    return _finish(port, outcome)
 
 
 def _cancel(port: CompactionPort, outcome: CompactionOutcome) -> CompactionOutcome:

@@ -119,7 +119,10 @@ class ContextKeeper:
         if pruned is not None:
             self.host.write(pruned.record(), f"{key}:prune")
             self.after_last = pruned.tokens_after
-            self.host.report(CompactionFinished("pruned", 0, pruned.tokens_before, pruned.tokens_after))
+            finished = CompactionFinished(
+                "pruned", 0, pruned.tokens_before, pruned.tokens_after, pruned=len(pruned.replacements)
+            )
+            self.host.report(finished)
             return
         port = _TurnCompaction(self.host, key, turn_id, step)
         outcome = await run_compaction(
@@ -158,6 +161,11 @@ class _TurnCompaction:
     def finished(self, outcome: CompactionOutcome) -> None:
         self.host.report(
             CompactionFinished(
-                outcome.kind, outcome.compacted, outcome.tokens_before, outcome.tokens_after, outcome.detail
+                outcome.kind,
+                outcome.compacted,
+                outcome.tokens_before,
+                outcome.tokens_after,
+                outcome.detail,
+                dropped=outcome.dropped,
             )
         )

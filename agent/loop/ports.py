@@ -101,6 +101,8 @@ class CompactionFinished:
     tokens_before: int = 0
     tokens_after: int = 0
     detail: str | None = None
+    pruned: int = 0  # tool outputs replaced by pointers ("pruned")
+    dropped: int = 0  # oldest messages left out of the summary request because it overflowed ("done")
 
 
 @dataclass(frozen=True)

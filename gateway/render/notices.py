@@ -103,10 +103,29 @@ def compaction(notice: CompactionNotice) -> SlackMessage:
     if notice.state == "failed":
         reason = escape(notice.detail or "unknown error")
         return SlackMessage(text=f":warning: Compaction failed; kept the full history. ({reason})")
+    if notice.state == "pruned":
+        return SlackMessage(text=_pruned_text(notice))
     numbers = [f"{notice.compacted} messages → 1 summary"] if notice.compacted is not None else []
     if notice.tokens_before is not None and notice.tokens_after is not None:
         numbers.append(f"{notice.tokens_before:,} → {notice.tokens_after:,} tokens")
-    return SlackMessage(text=f":compression: Compacted: {', '.join(numbers) or 'done'}.")
+    text = f":compression: Compacted: {', '.join(numbers) or 'done'}."
+    if notice.dropped:
+        text += " " + _dropped_text(notice.dropped)
+    return SlackMessage(text=text)
+
+
+def _pruned_text(notice: CompactionNotice) -> str:
+    outputs = f"{notice.pruned} old tool output{'s' if notice.pruned != 1 else ''}"
+    tokens = ""
+    if notice.tokens_before is not None and notice.tokens_after is not None:
+        tokens = f" ({notice.tokens_before:,} → {notice.tokens_after:,} tokens)"
+    return f":scissors: Pruned {outputs} to keep the context small{tokens}; the agent can read them again."
+
+
+def _dropped_text(count: int) -> str:
+    if count == 1:
+        return "The oldest message did not fit the summary request and is not in the summary."
+    return f"The {count} oldest messages did not fit the summary request and are not in the summary."
 
 
 def error(notice: ErrorNotice) -> SlackMessage:

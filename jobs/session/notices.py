@@ -102,11 +102,13 @@ class ApprovalDecidedNotice(_Notice):
 
 class CompactionNotice(_Notice):
     kind: Literal["compaction"] = "compaction"
-    state: Literal["started", "done", "failed"]
+    state: Literal["started", "done", "pruned", "failed"]
     compacted: int | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
     detail: str | None = None
+    pruned: int | None = None  # "pruned": old tool outputs replaced by pointers
+    dropped: int | None = None  # "done": oldest messages the summary could not include
 
 
 class InfoNotice(_Notice):

@@ -91,6 +91,16 @@ class ProgressReporter:
                 compacted=event.compacted,
                 tokens_before=event.tokens_before,
                 tokens_after=event.tokens_after,
+                dropped=event.dropped or None,
+            )
+            self._notice(notice)
+        elif event.outcome == "pruned":
+            notice = CompactionNotice(
+                turn_id=self.card.turn_id,
+                state="pruned",
+                pruned=event.pruned,
+                tokens_before=event.tokens_before,
+                tokens_after=event.tokens_after,
             )
             self._notice(notice)
         elif event.outcome in ("failed", "stale"):

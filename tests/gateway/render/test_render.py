@@ -132,3 +132,16 @@ def test_inline_code_is_short_and_single_line():
 @pytest.mark.parametrize("raw", [None, "", "{", "[]", '{"s": "bad"}', '{"s": "T:C"}', 42])
 def test_button_values_threadline_did_not_write_decode_to_none(raw):
     assert ButtonValue.decode(raw) is None
+
+
+def test_a_compaction_says_in_one_line_what_it_pruned_or_left_out():
+    pruned = render.compaction(
+        CompactionNotice(state="pruned", pruned=3, tokens_before=12_000, tokens_after=7_000)
+    )
+    assert pruned.text.startswith(":scissors: Pruned 3 old tool outputs") and "12,000 → 7,000" in pruned.text
+    one = render.compaction(CompactionNotice(state="pruned", pruned=1))
+    assert "Pruned 1 old tool output " in one.text
+    done = render.compaction(CompactionNotice(state="done", compacted=9, dropped=2))
+    assert "The 2 oldest messages did not fit the summary request" in done.text
+    assert "did not fit" not in render.compaction(CompactionNotice(state="done", compacted=9)).text
+    assert "\n" not in pruned.text + done.text

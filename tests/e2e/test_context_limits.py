@@ -1,0 +1,127 @@
+"""The context kept under the window by real turns on real workers: pruning, summaries and their
+checkpoint, the provider's overflow answer, and the thread told of each in one line."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent.compaction.prompt import COMPACTION_INSTRUCTION
+from agent.testing import FakeLLM, Reply, calls, text
+from gateway.sandbox.stack import Stack
+from jobs.keys import checkpoint_key
+from tests.e2e.agents import content_text, wait_for_answer
+from tests.e2e.turns import Session
+
+# With a 60,000-token window the trigger is min(85 %, window − 50,000) = 10,000 tokens; the
+# request overhead (system prompt and tool declarations) is about 2,400 of them.
+SMALL_WINDOW = "60000"
+LINE = "the quick brown fox jumps over the lazy dog while the build keeps failing again\n"  # 80 chars
+SUMMARY = "SUMMARY: two files were read for the user; nothing else happened."
+
+
+def lines(count: int) -> str:
+    return LINE * count
+
+
+class Model:
+    """Answers each user turn `TURN-n` by reading the file named for it, then saying `done n`;
+    answers a summary request with SUMMARY. Files are written when the session's key is known."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+        self.workspace: Path | None = None
+        self.ready = threading.Event()
+        self.summaries: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.ready.wait(10)
+        last = body["messages"][-1]
+        if COMPACTION_INSTRUCTION[:60] in content_text(last):
+            self.summaries.append(body)
+            return text(SUMMARY)
+        if last["role"] == "tool":
+            return text(f"done {last['tool_call_id']}")
+        turn = content_text(last).rsplit("TURN-", 1)[-1].split()[0]
+        name = f"turn{turn}.txt"
+        if name not in self.files:
+            return text(f"done {turn}")
+        return calls((f"r{turn}", "read_file", {"path": name, "limit": 2000}))
+
+    def start(self, stack_workspaces: Path, session: Session) -> None:
+        key = session.key
+        self.workspace = stack_workspaces / key.team / key.channel / key.thread_ts
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        for name, content in self.files.items():
+            (self.workspace / name).write_text(content)
+        self.ready.set()
+
+
+def start(
+    make_stack: Callable[..., Stack], fake_llm: FakeLLM, model: Model, window: str = SMALL_WINDOW
+) -> None:
+    fake_llm.default = model
+    make_stack(LLM_CONTEXT_WINDOW=window)
+
+
+def test_old_tool_outputs_are_pruned_and_the_thread_says_so_in_one_line(
+    make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
+):
+    model = Model({"turn1.txt": lines(260), "turn3.txt": lines(150)})
+    start(make_stack, fake_llm, model)
+    session = Session(redis, fake_slack, "TURN-1 read it")
+    model.start(tmp_path / "workspaces", session)
+    wait_for_answer(session, "done r1")
+    session.say("TURN-2 nothing to read")
+    wait_for_answer(session, "done 2")
+    session.say("TURN-3 read the next one")
+    wait_for_answer(session, "done r3")
+
+    pruned = [m for m in session.bot_texts() if "Pruned" in m]
+    assert len(pruned) == 1 and "Pruned 1 old tool output" in pruned[0]
+    assert [r for r in session.wire() if r["type"] == "context.prune_tool_results"]
+    last_request = fake_llm.accepted()[-1]
+    first_result = next(m for m in last_request["messages"] if m.get("tool_call_id") == "r1")
+    assert LINE.strip() not in first_result["content"]  # the model now sees a pointer, not the file
+    assert model.summaries == []
+
+
+def test_an_automatic_summary_writes_its_checkpoint_and_the_thread_says_so(
+    make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
+):
+    model = Model({"turn1.txt": lines(260), "turn2.txt": lines(150)})
+    start(make_stack, fake_llm, model)
+    session = Session(redis, fake_slack, "TURN-1 read it")
+    model.start(tmp_path / "workspaces", session)
+    wait_for_answer(session, "done r1")
+    session.say("TURN-2 read the next one")
+    wait_for_answer(session, "done r2")
+
+    assert len(model.summaries) == 1  # both turns are protected from pruning: a summary instead
+    assert redis.exists(checkpoint_key(session.key))
+    compacted = [m for m in session.bot_texts() if m.startswith(":compression: Compacted")]
+    assert len(compacted) == 1
+    assert SUMMARY in str(fake_llm.accepted()[-1]["messages"])
+
+
+def test_the_providers_overflow_answer_is_recovered_by_a_summary_and_the_turn_answers(
+    make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
+):
+    """The configured window is generous, but the provider's is small: its overflow answer is the
+    only sign. The window it showed is remembered, the context compacted, the request sent again."""
+    fake_llm.context_window = 7_000
+    model = Model({"turn1.txt": lines(150), "turn2.txt": lines(260)})
+    start(make_stack, fake_llm, model, window="200000")
+    session = Session(redis, fake_slack, "TURN-1 read it")
+    model.start(tmp_path / "workspaces", session)
+    wait_for_answer(session, "done r1")
+    session.say("TURN-2 read the next one")
+    wait_for_answer(session, "done r2")
+    overflows = [reason for _, reason in fake_llm.rejected if "maximum context length" in reason]
+    assert len(overflows) == 1 and len(model.summaries) == 1
+    assert redis.exists(checkpoint_key(session.key))
+    assert len([m for m in session.bot_texts() if m.startswith(":compression: Compacted")]) == 1
+    retried = fake_llm.accepted()[-1]
+    assert SUMMARY in str(retried["messages"]) and "r2" in str(retried["messages"])
