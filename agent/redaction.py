@@ -24,9 +24,7 @@ _URL = re.compile(r"""\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>`]+""")
 # Query parameters whose value is a credential by name: ?access_token=, ?api_key=, ?sig=, …
 _SECRET_PARAMETER = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
 # Token shapes of the services a deployment talks to (Slack, GitHub, GitLab, OpenAI-style keys).
-_TOKEN = re.compile(
-    r"\b(xox[abeoprs]-|xapp-|gh[opsru]_|github_pat_|glpat-|sk-)[A-Za-z0-9][A-Za-z0-9_-]{11,}"
-)
+_TOKEN = re.compile(r"\b(xox[abeoprs]-|xapp-|gh[opsru]_|github_pat_|glpat-|sk-)[A-Za-z0-9][A-Za-z0-9_-]{11,}")
 _AUTHORIZATION = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 # An error code worth showing: an identifier or a number, never free text (which may quote input).
 _ERROR_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,47}|\d{1,6}")
