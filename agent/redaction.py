@@ -40,9 +40,9 @@ def redact_url(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
-        return _mask_userinfo(url)
+        return _without_scheme(url)
     if not parts.scheme or not parts.netloc:
-        return _mask_userinfo(url)  # "user:pw@host": no scheme, still a credential
+        return _without_scheme(url)  # "user:pw@host": no scheme, still a credential
     redacted = _without_credentials(parts)
     return url if redacted == parts else urlunsplit(redacted)
 
@@ -96,8 +96,12 @@ def _redact_pairs(pairs: str) -> str:
     return "&".join(kept)
 
 
-def _mask_userinfo(value: str) -> str:
-    return f"{MASK}@{value.rsplit('@', 1)[1]}" if "@" in value else value
+def _without_scheme(value: str) -> str:
+    """`user:pw@host/p?token=x` (a URL missing its scheme) → `***@host/p?token=***`."""
+    head, has_query, query = value.partition("?")
+    if "@" in head:
+        head = f"{MASK}@{head.rsplit('@', 1)[1]}"
+    return head + (f"?{_redact_pairs(query)}" if has_query else "")
 
 
 def _as_json(body: object) -> object:

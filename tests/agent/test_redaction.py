@@ -22,6 +22,7 @@ from agent.redaction import error_codes, http_error_summary, redact_text, redact
         ("https://h/cb#access_token=abc&state=1", "https://h/cb#access_token=***&state=1"),
         ("https://h/p?q=xoxb-123456789012-abcdefabcdef", "https://h/p?q=***"),
         ("user:hunter2@cache:6379", "***@cache:6379"),
+        ("api.example/v1?api_key=hunter2&v=2", "api.example/v1?api_key=***&v=2"),
     ],
 )  # fmt: skip
 def test_credentials_in_a_url_are_masked(url: str, shown: str):
