@@ -47,6 +47,16 @@ def _clone(repository: str, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".cloning")
     shutil.rmtree(partial, ignore_errors=True)  # left by a worker that died mid-clone
+    failure = _clone_failure(repository, partial)
+    if failure is not None:
+        raise WorkspaceError(f"could not clone {redact_url(repository)} for this channel: {failure}")
+    partial.rename(path)  # a crash mid-clone leaves no half workspace behind
+    log.info("cloned %s into %s", redact_url(repository), path)
+
+
+def _clone_failure(repository: str, partial: Path) -> str | None:
+    """None when git cloned, else why not (redacted). Returned, not raised: git's error names
+    the command, token and all, and must not ride along as a WorkspaceError's context."""
     command = ["git", "clone", "--quiet", repository, str(partial)]
     # No terminal: a repository that wants credentials fails at once instead of waiting for input.
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
@@ -55,13 +65,8 @@ def _clone(repository: str, path: Path) -> None:
             command, check=True, capture_output=True, text=True, timeout=CLONE_TIMEOUT_S, env=environment
         )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError) as error:
-        # from None: the cause's message names the command, token and all, and a logged
-        # traceback would print it.
-        raise WorkspaceError(
-            f"could not clone {redact_url(repository)} for this channel: {_why(error, repository)}"
-        ) from None
-    partial.rename(path)  # a crash mid-clone leaves no half workspace behind
-    log.info("cloned %s into %s", redact_url(repository), path)
+        return _why(error, repository)
+    return None
 
 
 def _why(error: Exception, repository: str) -> str:
