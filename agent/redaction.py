@@ -13,6 +13,7 @@ and gateway/ import it from here.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -71,6 +72,14 @@ def http_error_summary(status: int, body: object) -> str:
     """`HTTP 401 (invalid_request_error, invalid_api_key)`: the status and codes, never the body."""
     codes = error_codes(body)
     return f"HTTP {status} ({', '.join(codes)})" if codes else f"HTTP {status}"
+
+
+class RedactingFormatter(logging.Formatter):
+    """Every formatted log line, traceback included, goes through `redact_text`: the last
+    guard for a URL or token that reached an exception message or a library's log line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
 
 
 def _without_credentials(parts: SplitResult) -> SplitResult:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
+import sys
 
 import pytest
 
-from agent.redaction import error_codes, http_error_summary, redact_text, redact_url
+from agent.redaction import RedactingFormatter, error_codes, http_error_summary, redact_text, redact_url
 
 
 @pytest.mark.parametrize(
@@ -99,3 +101,16 @@ def test_a_slack_error_body_gives_its_error_code():
 )
 def test_free_text_token_looking_or_unparsable_bodies_give_no_code(body: str):
     assert http_error_summary(500, body) == "HTTP 500"
+
+
+def test_the_log_formatter_redacts_messages_and_tracebacks():
+    formatter = RedactingFormatter("%(levelname)s %(message)s")
+    try:
+        raise ConnectionError("cannot reach redis://:hunter2@cache:6379/0")
+    except ConnectionError:
+        url = "redis://:hunter2@c/0"
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "using %s", (url,), None)
+        record.exc_info = sys.exc_info()
+    line = formatter.format(record)
+    assert "hunter2" not in line
+    assert line.startswith("ERROR using redis://:***@c/0") and "redis://:***@cache:6379/0" in line
