@@ -69,7 +69,7 @@ def error_codes(body: object) -> list[str]:
 
 
 def http_error_summary(status: int, body: object) -> str:
-    """`HTTP 401 (invalid_request_error, invalid_api_key)`: the status and codes, never the body."""
+    """`HTTP 401 (invalid_api_key, invalid_request_error)`: the status and codes, never the body."""
     codes = error_codes(body)
     return f"HTTP {status} ({', '.join(codes)})" if codes else f"HTTP {status}"
 
