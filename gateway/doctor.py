@@ -1,4 +1,9 @@
-"""`threadline doctor`: one line per dependency, with the fix when something is wrong."""
+"""`threadline doctor`: one line per dependency, with the fix when something is wrong.
+
+Its output is pasted into tickets and chats, so every URL it shows goes through
+`agent.redaction` (REDIS_URL's password, a token in LLM_BASE_URL) and so does every error it
+quotes; Slack's answer is reduced to its error code by the client (gateway/slack_client.py).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import httpx
 from redis import Redis
 from slack_sdk.errors import SlackApiError
 
+from agent.redaction import redact_text, redact_url
 from gateway.slack_client import web_client
 from jobs.settings import Settings
 
@@ -30,18 +36,22 @@ class Check:
         return f"{mark} {self.name:<10} {self.detail}{fix}"
 
 
+def _said(error: Exception) -> str:
+    """An error's class and words, redacted: drivers may put the URL they were given in it."""
+    return f"{type(error).__name__}: {redact_text(str(error))[:300]}"
+
+
 def check_redis(settings: Settings) -> Check:
     if not settings.REDIS_URL:
         return Check(
             False, "redis", "REDIS_URL is not set", "set REDIS_URL, or use `threadline sandbox` (embedded)"
         )
+    shown = redact_url(settings.REDIS_URL)
     try:
         info = Redis.from_url(settings.REDIS_URL, socket_connect_timeout=CHECK_TIMEOUT_S).info("server")
     except Exception as error:
-        return Check(
-            False, "redis", f"{settings.REDIS_URL}: {error}", "start redis-server or correct REDIS_URL"
-        )
-    return Check(True, "redis", f"{settings.REDIS_URL} (Redis {info.get('redis_version', '?')})")
+        return Check(False, "redis", f"{shown}: {_said(error)}", "start redis-server or correct REDIS_URL")
+    return Check(True, "redis", f"{shown} (Redis {info.get('redis_version', '?')})")
 
 
 def check_slack(settings: Settings) -> Check:
@@ -58,7 +68,10 @@ def check_slack(settings: Settings) -> Check:
         )
     except Exception as error:
         return Check(
-            False, "slack", f"{settings.SLACK_API_URL}: {error}", "check SLACK_API_URL and the network"
+            False,
+            "slack",
+            f"{redact_url(settings.SLACK_API_URL)}: {_said(error)}",
+            "check SLACK_API_URL and the network",
         )
     return Check(
         True,
@@ -74,15 +87,16 @@ def check_model(settings: Settings) -> Check:
         return Check(False, "model", "LLM_MODEL is not set", "set LLM_MODEL to a model your endpoint serves")
     headers = {"Authorization": f"Bearer {settings.LLM_API_KEY}"} if settings.LLM_API_KEY else {}
     url = settings.LLM_BASE_URL.rstrip("/") + "/models"
+    shown = redact_url(url)
     try:
         response = httpx.get(url, headers=headers, timeout=CHECK_TIMEOUT_S)
     except httpx.HTTPError as error:
-        return Check(False, "model", f"{url}: {error!r}", "check LLM_BASE_URL and the network")
+        return Check(False, "model", f"{shown}: {_said(error)}", "check LLM_BASE_URL and the network")
     if response.status_code in (401, 403):
-        return Check(False, "model", f"{url} answered {response.status_code}", "check LLM_API_KEY")
+        return Check(False, "model", f"{shown} answered {response.status_code}", "check LLM_API_KEY")
     if response.status_code >= 400 and response.status_code != 404:
-        return Check(False, "model", f"{url} answered {response.status_code}", "check LLM_BASE_URL")
-    return Check(True, "model", f"{settings.LLM_BASE_URL} answers; model {settings.LLM_MODEL}")
+        return Check(False, "model", f"{shown} answered {response.status_code}", "check LLM_BASE_URL")
+    return Check(True, "model", f"{redact_url(settings.LLM_BASE_URL)} answers; model {settings.LLM_MODEL}")
 
 
 def check_workspace(settings: Settings) -> Check:

@@ -15,6 +15,8 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
+from agent.redaction import MASK, redact_text, redact_url
+
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 
 # What each setting is, said once: used for "missing" and "invalid" lines alike.
@@ -163,5 +165,19 @@ def _missing_line(names: list[str]) -> str:
     return f"threadline: missing setting{'s' if len(names) > 1 else ''}: {described}"
 
 
+# An invalid value is echoed so the operator can see the typo, except where it holds a secret.
+SECRET_SETTINGS = frozenset({"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "LLM_API_KEY"})
+URL_SETTINGS = frozenset({"REDIS_URL", "LLM_BASE_URL", "SLACK_API_URL"})
+
+
 def _invalid_line(name: str, value: Any) -> str:
-    return f"threadline: invalid setting {name}={value!r}: expected {EXPECTED.get(name, 'a valid value')}"
+    expected = EXPECTED.get(name, "a valid value")
+    return f"threadline: invalid setting {name}={_shown(name, value)}: expected {expected}"
+
+
+def _shown(name: str, value: Any) -> str:
+    if name in SECRET_SETTINGS:
+        return repr(MASK)
+    if name in URL_SETTINGS and isinstance(value, str):
+        return repr(redact_url(value))  # "pw@host" without a scheme is still a password
+    return redact_text(repr(value))

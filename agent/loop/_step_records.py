@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.loop.ports import TurnOutcome
 from agent.messages import ToolCall
 from agent.model.errors import ModelError
+from agent.redaction import redact_text
 from agent.tools.arguments import parse_tool_call_arguments
 from agent.wire import ToolCallEvent
 
@@ -25,4 +26,6 @@ def failed_outcome(error: str, steps: int) -> TurnOutcome:
 
 
 def model_failure_text(error: ModelError) -> str:
-    return f"the model endpoint failed ({type(error).__name__}: {str(error)[:300]})"
+    """What the thread and the wire log are told; model errors carry no provider body
+    (agent/model/errors.py), and redaction covers a URL or token from anywhere else."""
+    return f"the model endpoint failed ({type(error).__name__}: {redact_text(str(error))[:300]})"

@@ -14,6 +14,7 @@ from typing import Any
 from agent.messages import ContentPart, Message, TextPart, ThinkPart, ToolCall
 from agent.model.base import ModelResponse, StreamListener, Usage
 from agent.model.errors import MalformedResponseError, RetryableModelError
+from agent.redaction import error_codes
 
 DONE = "[DONE]"
 
@@ -49,12 +50,14 @@ class StreamAssembler:
         try:
             chunk = json.loads(data)
         except ValueError as error:
-            raise MalformedResponseError(f"malformed stream chunk: {data[:200]!r}") from error
+            # the chunk's text is not shown: it may be anything the endpoint sent
+            raise MalformedResponseError(f"malformed stream chunk ({len(data)} characters)") from error
         self._feed_chunk(chunk)
 
     def _feed_chunk(self, chunk: dict[str, Any]) -> None:
         if "error" in chunk:
-            raise RetryableModelError(f"the stream reported an error: {str(chunk['error'])[:300]}")
+            codes = ", ".join(error_codes(chunk)) or "no error code"
+            raise RetryableModelError(f"the stream reported an error ({codes})")
         if chunk.get("usage"):
             usage = chunk["usage"]
             self.usage = Usage(

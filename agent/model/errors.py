@@ -1,6 +1,13 @@
-"""The few errors a model provider raises; callers branch on the class, never on text."""
+"""The few errors a model provider raises; callers branch on the class, never on text.
+
+Their messages reach the thread, the wire log and the worker's log, so they never carry the
+provider's body (which may quote the API key or the request): only the HTTP status and the
+error code/type the provider gives (`agent.redaction.http_error_summary`).
+"""
 
 from __future__ import annotations
+
+from agent.redaction import error_codes, http_error_summary
 
 
 class ModelError(Exception):
@@ -9,9 +16,9 @@ class ModelError(Exception):
 
 class ModelHTTPError(ModelError):
     def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"model endpoint answered HTTP {status}: {body[:300]}")
+        super().__init__(f"model endpoint answered {http_error_summary(status, body)}")
         self.status = status
-        self.body = body
+        self.codes = error_codes(body)  # the body itself is not kept: nothing can echo it
 
 
 class RetryableModelError(ModelError):

@@ -16,6 +16,7 @@ from agent.model.errors import (
     RetryableModelError,
     StructureRejectedError,
 )
+from agent.redaction import http_error_summary, redact_text
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 # Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.
@@ -49,7 +50,8 @@ class OpenAICompatibleModel:
                     return await self._streamed(client, request, listener)
                 response = await client.post("chat/completions", json=self.payload(request))
             except (httpx.TimeoutException, httpx.TransportError) as error:
-                raise RetryableModelError(f"model endpoint unreachable or cut off: {error!r}") from error
+                reason = f"model endpoint unreachable or cut off: {_described(error)}"
+                raise RetryableModelError(reason) from error
         raise_for_status(response)
         return _parse_completion(response)
 
@@ -102,10 +104,12 @@ def raise_for_status(response: httpx.Response) -> None:
     lowered = body.lower()
     if status == 429 or status >= 500:
         raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response))
+    # The body is read to classify the error, never put into its message (see errors.py).
+    summary = f"model endpoint answered {http_error_summary(status, body)}"
     if status == 413 or any(marker in lowered for marker in _OVERFLOW_MARKERS):
-        raise ContextOverflowError(body[:500])
+        raise ContextOverflowError(summary)
     if status in (400, 422) and any(marker in lowered for marker in _STRUCTURE_MARKERS):
-        raise StructureRejectedError(body[:500])
+        raise StructureRejectedError(summary)
     raise ModelHTTPError(status, body)
 
 
@@ -117,13 +121,23 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def _described(error: httpx.HTTPError) -> str:
+    return f"{type(error).__name__}: {redact_text(str(error))[:200]}"
+
+
+def _shape(response: httpx.Response) -> str:
+    """What came back instead of a completion, without its content."""
+    kind = redact_text(response.headers.get("content-type", "no content type"))[:80]
+    return f"HTTP {response.status_code}, {kind}, {len(response.content)} bytes"
+
+
 def _parse_completion(response: httpx.Response) -> ModelResponse:
     try:
         data = response.json()
         choice = data["choices"][0]
         message = from_openai_message(choice["message"])
     except (ValueError, KeyError, IndexError, TypeError) as error:
-        raise MalformedResponseError(f"not a chat completion: {response.text[:200]!r}") from error
+        raise MalformedResponseError(f"not a chat completion ({_shape(response)})") from error
     usage = data.get("usage") or {}
     return ModelResponse(
         message=message,

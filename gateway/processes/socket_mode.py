@@ -8,11 +8,10 @@ acknowledges, as the HTTP app does, so an acknowledged event is already in Redis
 
 from __future__ import annotations
 
-import logging
-
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from gateway.app import build_app
+from gateway.processes.logs import configure_logging
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 
@@ -20,7 +19,7 @@ SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not t
 
 
 def serve_socket(settings: Settings) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     app = build_app(settings, redis_from_url(settings.REDIS_URL or ""))
     handler = SocketModeHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
     handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated

@@ -20,6 +20,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
 from gateway.app import build_app
+from gateway.processes.logs import configure_logging
 from gateway.request_shape import body_problem, signed
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
@@ -121,5 +122,5 @@ def _freeze_what_loading_made(_worker: object) -> None:
 
 
 def serve(settings: Settings) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     _Gunicorn(settings).run()

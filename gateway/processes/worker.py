@@ -32,6 +32,7 @@ import jobs.compaction_job
 import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import die_with_parent
+from gateway.processes.logs import configure_logging
 from gateway.processes.together import run_together
 from jobs import due_jobs, janitor, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
@@ -89,7 +90,7 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     if supervisor is not None:
         die_with_parent(supervisor)
     lower_priority_to(settings.WORKER_NICENESS, supervisor_pid=supervisor)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
     if not settings.LLM_BASE_URL:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from agent.redaction import redact_url
 from gateway.processes.together import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_slack import FakeSlack
@@ -61,7 +62,7 @@ def sandbox_config(
     secret = env.get("SLACK_SIGNING_SECRET") or secrets.token_hex(16)
     api_url = env.get("SLACK_API_URL")
     if api_url and api_url != SLACK_DEFAULT_API_URL:
-        notes.append(f"SLACK_API_URL={api_url} is replaced by the sandbox's fake Slack")
+        notes.append(f"SLACK_API_URL={redact_url(api_url)} is replaced by the sandbox's fake Slack")
     web_port = int(env["PORT"]) if env.get("PORT") else port_or_free(WEB_PORT)
     env.update(
         SLACK_SIGNING_SECRET=secret,
@@ -129,12 +130,14 @@ def _summary(
     web_url: str,
     page_url: str,
 ) -> list[str]:
+    # Printed to a terminal that may be shared or recorded: URLs lose their credentials.
     model = (
-        f"{settings.LLM_BASE_URL} ({settings.LLM_MODEL})"
+        f"{redact_url(settings.LLM_BASE_URL)} ({settings.LLM_MODEL})"
         if settings.LLM_BASE_URL
         else "the built-in demo model (set LLM_BASE_URL, LLM_MODEL, LLM_API_KEY for a real one)"
     )
-    redis = f"embedded, {embedded.how} ({config.env['REDIS_URL']})" if embedded else config.env["REDIS_URL"]
+    redis_url = redact_url(config.env["REDIS_URL"])
+    redis = f"embedded, {embedded.how} ({redis_url})" if embedded else redis_url
     return [
         "threadline sandbox",
         f"  redis   {redis}",

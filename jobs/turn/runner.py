@@ -21,6 +21,7 @@ from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import Message, is_real_user_input
 from agent.model.base import ChatModel
 from agent.prompts import system_prompt
+from agent.redaction import redact_text
 from agent.tools.executor import ToolExecutor
 from agent.tools.policy import ApprovalDecision, Approved, Approver, AskForNamedTools, Rejected
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
@@ -131,7 +132,9 @@ class TurnRunner:
         except Exception as error:  # a bug must still end the turn in the thread, not leave it hanging
             log.exception("turn %s of %s crashed", self.turn_id, self.store.key)
             outcome = TurnOutcome("failed", error=f"internal error ({type(error).__name__})")
-            self.store.append(TurnEnded(turn_id=self.turn_id, reason="failed", error=repr(error)[:2000]))
+            self.store.append(
+                TurnEnded(turn_id=self.turn_id, reason="failed", error=redact_text(repr(error))[:2000])
+            )
         return self._finish(outcome, reporter)
 
     # -- before ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from pathlib import Path
 from agent.testing import FakeLLM
 from gateway.doctor import run_doctor
 from gateway.sandbox.embedded_redis import EmbeddedRedis
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 from jobs.settings import Settings
 
@@ -53,3 +53,42 @@ def test_embedded_redis_starts_and_stops(tmp_path: Path):
         assert Redis.from_url(url).ping()
     finally:
         embedded.stop()
+
+
+SECRET = "planted-doctor-secret-3b8e"
+
+
+def with_password(url: str, user: str = "default") -> str:
+    """The test Redis's URL with a password in it (a Redis without AUTH accepts any for `default`)."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{user}:{SECRET}@{rest}"
+
+
+def test_urls_with_credentials_are_shown_redacted_when_all_is_well(
+    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
+):
+    settings = Settings.load(
+        REDIS_URL=with_password(redis_url), SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
+        LLM_BASE_URL=with_password(fake_llm.base_url, "key"), LLM_MODEL="m", AGENT_WORKDIR=tmp_path,
+    )  # fmt: skip
+    lines: list[str] = []
+    assert run_doctor(settings, lines.append) == 0
+    assert lines[0].startswith(f"ok   redis      redis://default:***@{redis_url.split('://', 1)[1]} (Redis ")
+    assert lines[2].startswith("ok   model      http://key:***@127.0.0.1:")
+    assert not [line for line in lines if SECRET in line]
+
+
+def test_failures_quote_neither_passwords_nor_slack_bodies(tmp_path: Path, fake_slack: FakeSlack):
+    metadata = {"response_metadata": {"messages": [f"[ERROR] token {SECRET} is not valid"]}}
+    fake_slack.inject(Fault("auth.test", error="invalid_auth", extra=metadata))
+    settings = Settings.load(
+        REDIS_URL=f"redis://:{SECRET}@127.0.0.1:9/0", SLACK_BOT_TOKEN=BOT_TOKEN,
+        SLACK_API_URL=fake_slack.api_url, LLM_BASE_URL=f"http://127.0.0.1:9/v1?api_key={SECRET}",
+        LLM_MODEL="m", AGENT_WORKDIR=tmp_path,
+    )  # fmt: skip
+    lines: list[str] = []
+    assert run_doctor(settings, lines.append) == 1
+    assert lines[0].startswith("FAIL redis      redis://:***@127.0.0.1:9/0: ConnectionError")
+    assert "auth.test answered invalid_auth" in lines[1]
+    assert lines[2].startswith("FAIL model      http://127.0.0.1:9/v1?api_key=***: ConnectError")
+    assert not [line for line in lines if SECRET in line]

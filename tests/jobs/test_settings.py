@@ -41,3 +41,30 @@ def test_id_lists_are_comma_separated(monkeypatch):
     monkeypatch.setenv("SLACK_OPERATORS", "U1, S2 ,")
     assert Settings.load().operators == {"U1", "S2"}
     assert Settings.load().approval_tools == {"shell"}
+
+
+SECRET = "planted-settings-secret-77ab"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("REDIS_URL", f"{SECRET}@cache.internal:6379", "REDIS_URL='***@cache.internal:6379'"),
+        ("LLM_BASE_URL", f"api.example/v1?key={SECRET}", "LLM_BASE_URL='api.example/v1?key=***'"),
+        ("CHANNEL_REPOS", f'{{"C1": "https://bot:{SECRET}@git.example/r.git"', "https://bot:***@git.example"),
+        ("CHANNEL_REPOS", f'["https://git.example/r.git?access_token={SECRET}"]', "access_token=***"),
+    ],
+)
+def test_an_invalid_value_is_shown_without_its_credentials(monkeypatch, name, value, shown):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as raised:
+        Settings.load()
+    line = str(raised.value)
+    assert line.startswith(f"threadline: invalid setting {name}=") and SECRET not in line
+    assert shown in line
+
+
+def test_an_invalid_url_setting_given_directly_is_redacted_too():
+    with pytest.raises(SettingsError) as raised:
+        Settings.load(REDIS_URL=f"default:{SECRET}@cache:6379/0")
+    assert str(raised.value).startswith("threadline: invalid setting REDIS_URL='***@cache:6379/0'")

@@ -112,7 +112,7 @@ class FakeSlack:
         headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
         error = fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")
         self.state.record_call(method, args, f"fault:{fault.status}:{error}")
-        return fault.status, {"ok": False, "error": error}, headers
+        return fault.status, {"ok": False, "error": error, **fault.extra}, headers
 
 
 def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:

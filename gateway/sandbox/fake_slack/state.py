@@ -50,6 +50,8 @@ class Fault:
     # Do the work, then wait `delay_s` before answering (normally): a post that succeeded but
     # whose answer the caller may never read.
     after_work: bool = False
+    # More fields for the error answer, as Slack sends them (`response_metadata`, `warning` …).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,4 +1,7 @@
+import http.server
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +40,46 @@ def test_a_repository_that_cannot_be_cloned_is_a_clear_error(tmp_path: Path):
     with pytest.raises(WorkspaceError, match="could not clone"):
         ensure_workspace(settings, KEY)
     assert not workspace_path(settings, KEY).exists()  # no half workspace left behind
+
+
+class _NoSuchRepository(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def git_server() -> Iterator[str]:
+    """A local HTTP server on which every repository is missing (git then repeats the URL)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoSuchRepository)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        ("http://x-access-token:{secret}@{host}/o/r.git", "http://x-access-token:***@{host}/o/r.git"),
+        ("http://{secret}@{host}/o/r.git", "http://***@{host}/o/r.git"),
+        ("http://{host}/o/r.git?private_token={secret}", "http://{host}/o/r.git?private_token=***"),
+    ],
+)
+def test_a_failed_clone_names_the_repository_without_its_token(
+    tmp_path: Path, git_server: str, template: str, shown: str
+):
+    secret = "planted-repo-token-0c7d1e"
+    repository = template.format(secret=secret, host=git_server)
+    settings = Settings.load(AGENT_WORKDIR=tmp_path / "ws", CHANNEL_REPOS={"C1": repository})
+    with pytest.raises(WorkspaceError) as raised:
+        ensure_workspace(settings, KEY)
+    message = str(raised.value)
+    assert message.startswith(f"could not clone {shown.format(host=git_server)} for this channel: ")
+    assert "not found" in message  # git's own words are kept, with the URL it repeats redacted
+    assert secret not in message
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
