@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
 from agent.redaction import MASK, redact_text, redact_url
+from agent.tools.builtin.http_policy import HttpGetPolicy
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 
@@ -42,6 +43,11 @@ EXPECTED: dict[str, str] = {
     "SLACK_ALLOWED_USERS": "comma-separated user ids who may start sessions (empty: everyone)",
     "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
     "APPROVAL_TOOLS": "comma-separated tool names that need a person's approval before they run",
+    # ssrf: what http_get may reach besides public addresses.
+    "HTTP_GET_ALLOW_HOSTS": (
+        "comma-separated host names, IPs or CIDRs (each with an optional :port; IPv6 as [addr]:port)"
+        " that http_get may reach although they are not public (empty: public addresses only)"
+    ),
     "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
     "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
@@ -85,6 +91,15 @@ class Settings(BaseSettings):
     SLACK_ALLOWED_USERS: str = ""
     SLACK_ALLOWED_BOTS: str = ""
     APPROVAL_TOOLS: str = "shell"
+    # ssrf: internal hosts http_get may reach; everything else non-public is refused.
+    HTTP_GET_ALLOW_HOSTS: str = ""
+
+    @field_validator("HTTP_GET_ALLOW_HOSTS")
+    @classmethod
+    def _http_get_allowlist_parses(cls, value: str) -> str:
+        HttpGetPolicy.from_allowlist(value)  # a ValueError names the entry
+        return value
+
     CHANNEL_REPOS: dict[str, str] = Field(default_factory=dict)
     SHARED_SKILLS_DIR: Path | None = None
     # A swarm of up to 128 items must not fill the turns queue ahead of every other thread's

@@ -2,8 +2,9 @@
 
 Schemas and validators are built once per process (`ToolSetup`); each turn binds what is
 its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
-the session's launcher and history, the workspace write lock around every tool, and the
-profile of a sub-agent (its disabled tools, same policy and approval rules as its parent).
+the session's launcher and history, http_get to the internal hosts the settings open, the
+workspace write lock around every tool, and the profile of a sub-agent (its disabled tools,
+same policy and approval rules as its parent).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from agent.messages import Message
 from agent.prompts import system_prompt
 from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_roots
 from agent.tools.base import Tool
-from agent.tools.builtin import builtin_tools
+from agent.tools.builtin import HttpGet, builtin_tools
+from agent.tools.builtin.http_policy import HttpGetPolicy
 from agent.tools.overlay import ToolOverlay
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.tools.write_lock import LockedTool
@@ -37,6 +39,13 @@ DELEGATION_TOOLS = ("Agent", "AgentSwarm")
 def process_registry() -> ToolRegistry:
     """Every tool a turn may offer, with schemas and validators built once per process."""
     return ToolRegistry([*builtin_tools(), SkillTool(), AgentTool(), AgentSwarmTool()])
+
+
+@cache
+def http_get_tool(allowlist: str) -> HttpGet:
+    """http_get reaching public addresses and what HTTP_GET_ALLOW_HOSTS opens (the registry's
+    own instance opens nothing)."""
+    return HttpGet(HttpGetPolicy.from_allowlist(allowlist))
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ def turn_tools(
         "Skill": SkillTool(catalog, query_depth=depth, session_id=str(store.key)),
         "Agent": AgentTool(binding),
         "AgentSwarm": AgentSwarmTool(binding),
+        "http_get": http_get_tool(settings.HTTP_GET_ALLOW_HOSTS),
     }
     hidden = set(profile.disabled_tools)
     if not catalog.for_model():

@@ -4,6 +4,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agent.tools.builtin import HttpGet
+from agent.tools.builtin.http_policy import HttpGetPolicy
 from tests.agent.tools.helpers import call, executor_with, run_one
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +53,8 @@ def server():
 
 @pytest.fixture
 def executor(tmp_path):
-    return executor_with(HttpGet(trust_env=False), workspace=tmp_path)
+    # The test server is local: opened explicitly, as an operator would with HTTP_GET_ALLOW_HOSTS.
+    return executor_with(HttpGet(HttpGetPolicy.from_allowlist("127.0.0.1")), workspace=tmp_path)
 
 
 async def get(executor, url, **extra):
