@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,9 @@ EXPECTED: dict[str, str] = {
     "SLACK_ALLOWED_CHANNELS": "comma-separated channel ids where sessions may start (empty: every channel)",
     "SLACK_ALLOWED_USERS": "comma-separated user ids who may start sessions (empty: everyone)",
     "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
-    "APPROVAL_TOOLS": "comma-separated tool names that need a person's approval before they run",
+    "APPROVAL_TOOLS": "comma-separated tools that ask first, beyond those that declare it (shell, http_get)",
+    # slice: approval
+    "APPROVAL_WAIVED_TOOLS": "comma-separated tools that declare approval but run unasked here (unsafe)",
     "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
     "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
@@ -78,7 +81,11 @@ class Settings(BaseSettings):
     SLACK_ALLOWED_CHANNELS: str = ""
     SLACK_ALLOWED_USERS: str = ""
     SLACK_ALLOWED_BOTS: str = ""
-    APPROVAL_TOOLS: str = "shell"
+    # shell and http_get ask by their own declaration; this only adds tools (checked at start).
+    APPROVAL_TOOLS: str = ""
+    # slice: approval. Unsafe by design and never a default: the explicit way to let a tool
+    # that declares it needs approval run unasked (a trusted, sandboxed deployment).
+    APPROVAL_WAIVED_TOOLS: str = ""
     CHANNEL_REPOS: dict[str, str] = Field(default_factory=dict)
     SHARED_SKILLS_DIR: Path | None = None
     # A swarm of up to 128 items must not fill the turns queue ahead of every other thread's
@@ -107,6 +114,10 @@ class Settings(BaseSettings):
     @property
     def approval_tools(self) -> frozenset[str]:
         return _id_set(self.APPROVAL_TOOLS)
+
+    @property
+    def approval_waived_tools(self) -> frozenset[str]:
+        return _id_set(self.APPROVAL_WAIVED_TOOLS)
 
     @field_validator("SLACK_API_URL")
     @classmethod
@@ -149,6 +160,31 @@ class Settings(BaseSettings):
             raise SettingsError(_missing_line(missing))
         return self
 
+    def require_known_tools(self, known: Collection[str], declared: Collection[str]) -> Settings:
+        """Stops on a tool name in the approval settings that does not mean what it says.
+
+        `known` are the registry's tool names (matched exactly: names are case-sensitive, so
+        `Shell` is unknown rather than silently nothing); `declared` the tools that ask by their
+        own declaration, the only ones a waiver can apply to.
+        """
+        for name in ("APPROVAL_TOOLS", "APPROVAL_WAIVED_TOOLS"):
+            unknown = sorted(getattr(self, name.lower()) - set(known))
+            if unknown:
+                raise SettingsError(_unknown_tools_line(name, getattr(self, name), unknown, known))
+        useless = sorted(self.approval_waived_tools - set(declared))
+        if useless:
+            raise SettingsError(
+                _invalid_line("APPROVAL_WAIVED_TOOLS", self.APPROVAL_WAIVED_TOOLS)
+                + f" ({', '.join(useless)} never asks; only {', '.join(sorted(declared))} can be waived)"
+            )
+        both = sorted(self.approval_waived_tools & self.approval_tools)
+        if both:
+            raise SettingsError(
+                _invalid_line("APPROVAL_WAIVED_TOOLS", self.APPROVAL_WAIVED_TOOLS)
+                + f" ({', '.join(both)} is also in APPROVAL_TOOLS, which asks; keep it in one of the two)"
+            )
+        return self
+
 
 def _id_set(value: str) -> frozenset[str]:
     return frozenset(item.strip() for item in value.split(",") if item.strip())
@@ -157,6 +193,13 @@ def _id_set(value: str) -> frozenset[str]:
 def _missing_line(names: list[str]) -> str:
     described = "; ".join(f"{name} ({EXPECTED.get(name, 'required')})" for name in names)
     return f"threadline: missing setting{'s' if len(names) > 1 else ''}: {described}"
+
+
+def _unknown_tools_line(name: str, value: str, unknown: list[str], known: Collection[str]) -> str:
+    return (
+        f"threadline: invalid setting {name}={value!r}: unknown tool{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(unknown)} (names are case-sensitive); known tools: {', '.join(sorted(known))}"
+    )
 
 
 def _invalid_line(name: str, value: Any) -> str:

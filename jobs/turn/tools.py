@@ -22,6 +22,7 @@ from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_ro
 from agent.tools.base import Tool
 from agent.tools.builtin import builtin_tools
 from agent.tools.overlay import ToolOverlay
+from agent.tools.policy import AskForApproval
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.tools.write_lock import LockedTool
 from jobs.delegation.children import ChildInfo
@@ -37,6 +38,23 @@ DELEGATION_TOOLS = ("Agent", "AgentSwarm")
 def process_registry() -> ToolRegistry:
     """Every tool a turn may offer, with schemas and validators built once per process."""
     return ToolRegistry([*builtin_tools(), SkillTool(), AgentTool(), AgentSwarmTool()])
+
+
+def approval_policy(settings: Settings) -> AskForApproval:
+    """Who asks: every tool that declares it, plus APPROVAL_TOOLS, less an explicit waiver."""
+    return AskForApproval(named=settings.approval_tools, waived=settings.approval_waived_tools)
+
+
+def check_approval_settings(settings: Settings) -> Settings:
+    """At start: an approval setting naming a tool this registry lacks stops the process."""
+    registry = process_registry()
+    declared = [name for name in registry.names if _declares_approval(registry, name)]
+    return settings.require_known_tools(registry.names, declared)
+
+
+def _declares_approval(registry: ToolRegistry, name: str) -> bool:
+    tool = registry.get(name)
+    return tool is not None and tool.requires_approval
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ class HttpGet(Tool[HttpGetParams]):
         "the content type and the body as text (bounded by max_bytes; non-text bodies are not shown)."
     )
     parameters = HttpGetParams
+    requires_approval = True  # the one way out of a sandboxed session: a URL can carry files away
 
     def __init__(self, transport: httpx.AsyncBaseTransport | None = None, *, trust_env: bool = True) -> None:
         self._transport = transport
