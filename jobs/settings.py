@@ -167,8 +167,9 @@ class Settings(BaseSettings):
         `Shell` is unknown rather than silently nothing); `declared` the tools that ask by their
         own declaration, the only ones a waiver can apply to.
         """
-        for name in ("APPROVAL_TOOLS", "APPROVAL_WAIVED_TOOLS"):
-            unknown = sorted(getattr(self, name.lower()) - set(known))
+        lists = {"APPROVAL_TOOLS": self.approval_tools, "APPROVAL_WAIVED_TOOLS": self.approval_waived_tools}
+        for name, names in lists.items():
+            unknown = sorted(names - set(known))
             if unknown:
                 raise SettingsError(_unknown_tools_line(name, getattr(self, name), unknown, known))
         useless = sorted(self.approval_waived_tools - set(declared))

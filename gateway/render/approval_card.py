@@ -110,5 +110,5 @@ def _reason(notice: ApprovalRequestNotice) -> Blocks:
 
 
 def _question(notice: ApprovalRequestNotice, *, asking: bool = True) -> str:
-    call = f"`{escape(notice.tool_name)}` {inline_code(notice.summary)}".strip()
+    call = f"`{escape(notice.tool_name)}` {inline_code(visible(notice.summary))}".strip()
     return f":raised_hand: The agent wants to run {call}." + (" Approve?" if asking else "")
