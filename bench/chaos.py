@@ -215,7 +215,7 @@ def run_chaos(
     redis = Redis.from_url(redis_url)
     redis.flushdb()
     slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()
-    env = {"APPROVAL_TOOLS": "", "LEASE_TTL_SECONDS": "2", "JANITOR_INTERVAL_SECONDS": "0.5"}
+    env = {"APPROVAL_WAIVED_TOOLS": "shell", "LEASE_TTL_SECONDS": "2", "JANITOR_INTERVAL_SECONDS": "0.5"}
     stack = Stack(workdir, redis_url, slack.api_url, llm.base_url, **env)
     stack.spawn("worker", [THREADLINE, "worker"])
     report = ChaosReport()

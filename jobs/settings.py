@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,9 @@ EXPECTED: dict[str, str] = {
     "SLACK_ALLOWED_CHANNELS": "comma-separated channel ids where sessions may start (empty: every channel)",
     "SLACK_ALLOWED_USERS": "comma-separated user ids who may start sessions (empty: everyone)",
     "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
-    "APPROVAL_TOOLS": "comma-separated tool names that need a person's approval before they run",
-    # ssrf: what http_get may reach besides public addresses.
+    "APPROVAL_TOOLS": "comma-separated tools that ask first, beyond those that declare it (shell, http_get)",
+    "APPROVAL_WAIVED_TOOLS": "comma-separated tools that declare approval but run unasked here (unsafe)",
+    # What http_get may reach besides public addresses.
     "HTTP_GET_ALLOW_HOSTS": (
         "comma-separated host names, IPs or CIDRs (each with an optional :port; IPv6 as [addr]:port)"
         " that http_get may reach although they are not public (empty: public addresses only)"
@@ -90,8 +92,13 @@ class Settings(BaseSettings):
     SLACK_ALLOWED_CHANNELS: str = ""
     SLACK_ALLOWED_USERS: str = ""
     SLACK_ALLOWED_BOTS: str = ""
-    APPROVAL_TOOLS: str = "shell"
-    # ssrf: internal hosts http_get may reach; everything else non-public is refused.
+    # shell and http_get ask by their own declaration; this only adds tools (checked at start).
+    APPROVAL_TOOLS: str = ""
+    # Unsafe by design and never a default: the explicit way to let a tool
+    # that declares it needs approval run unasked (a trusted, sandboxed deployment).
+    APPROVAL_WAIVED_TOOLS: str = ""
+
+    # Internal hosts http_get may reach; everything else non-public is refused.
     HTTP_GET_ALLOW_HOSTS: str = ""
 
     @field_validator("HTTP_GET_ALLOW_HOSTS")
@@ -128,6 +135,10 @@ class Settings(BaseSettings):
     @property
     def approval_tools(self) -> frozenset[str]:
         return _id_set(self.APPROVAL_TOOLS)
+
+    @property
+    def approval_waived_tools(self) -> frozenset[str]:
+        return _id_set(self.APPROVAL_WAIVED_TOOLS)
 
     @field_validator("SLACK_API_URL")
     @classmethod
@@ -170,6 +181,32 @@ class Settings(BaseSettings):
             raise SettingsError(_missing_line(missing))
         return self
 
+    def require_known_tools(self, known: Collection[str], declared: Collection[str]) -> Settings:
+        """Stops on a tool name in the approval settings that does not mean what it says.
+
+        `known` are the registry's tool names (matched exactly: names are case-sensitive, so
+        `Shell` is unknown rather than silently nothing); `declared` the tools that ask by their
+        own declaration, the only ones a waiver can apply to.
+        """
+        lists = {"APPROVAL_TOOLS": self.approval_tools, "APPROVAL_WAIVED_TOOLS": self.approval_waived_tools}
+        for name, names in lists.items():
+            unknown = sorted(names - set(known))
+            if unknown:
+                raise SettingsError(_unknown_tools_line(name, getattr(self, name), unknown, known))
+        useless = sorted(self.approval_waived_tools - set(declared))
+        if useless:
+            raise SettingsError(
+                _invalid_line("APPROVAL_WAIVED_TOOLS", self.APPROVAL_WAIVED_TOOLS)
+                + f" ({', '.join(useless)} never asks; only {', '.join(sorted(declared))} can be waived)"
+            )
+        both = sorted(self.approval_waived_tools & self.approval_tools)
+        if both:
+            raise SettingsError(
+                _invalid_line("APPROVAL_WAIVED_TOOLS", self.APPROVAL_WAIVED_TOOLS)
+                + f" ({', '.join(both)} is also in APPROVAL_TOOLS, which asks; keep it in one of the two)"
+            )
+        return self
+
 
 def _id_set(value: str) -> frozenset[str]:
     return frozenset(item.strip() for item in value.split(",") if item.strip())
@@ -183,6 +220,13 @@ def _missing_line(names: list[str]) -> str:
 # An invalid value is echoed so the operator can see the typo, except where it holds a secret.
 SECRET_SETTINGS = frozenset({"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "LLM_API_KEY"})
 URL_SETTINGS = frozenset({"REDIS_URL", "LLM_BASE_URL", "SLACK_API_URL"})
+
+
+def _unknown_tools_line(name: str, value: str, unknown: list[str], known: Collection[str]) -> str:
+    return (
+        f"threadline: invalid setting {name}={value!r}: unknown tool{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(unknown)} (names are case-sensitive); known tools: {', '.join(sorted(known))}"
+    )
 
 
 def _invalid_line(name: str, value: Any) -> str:

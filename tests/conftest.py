@@ -13,6 +13,7 @@ from redis import Redis
 from agent.testing import FakeLLM
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
+from tests.unattended import UNATTENDED
 
 # Never the developer's REDIS_URL: these tests flush the database they are given.
 REQUESTED_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -80,7 +81,7 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def stack(tmp_path: Path, redis, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM) -> Iterator[Stack]:
-    running = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, APPROVAL_TOOLS="").start()
+    running = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, **UNATTENDED).start()
     yield running
     running.stop()
 
@@ -94,12 +95,13 @@ def make_stack(
 ) -> Iterator[StackFactory]:
     """A stack with settings of the test's choosing: make_stack(workers=2, SLACK_OPERATORS="U9").
 
-    Like the shared `stack` fixture, no tool needs approval unless the test sets APPROVAL_TOOLS.
+    Like the shared `stack` fixture, no tool asks for approval unless the test sets APPROVAL_TOOLS,
+    or APPROVAL_WAIVED_TOOLS="" (shell and http_get then ask, as they do in production).
     """
     started: list[Stack] = []
 
     def make(*, workers: int = 1, socket_mode: object = None, **env: str) -> Stack:
-        env = {"APPROVAL_TOOLS": "", **env}
+        env = {**UNATTENDED, **env}
         running = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, **env)
         started.append(running)
         return running.start(workers=workers, socket_mode=socket_mode)

@@ -102,8 +102,8 @@ class Tool(ABC, Generic[P]):
     name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[type[BaseModel]]
-    # Tools that act on the world beyond the workspace files (shell) ask first when the
-    # session's permission policy says so; see policy.AskForMarkedTools.
+    # Tools that reach beyond the workspace files (shell, http_get) ask a person first, whatever
+    # a deployment's APPROVAL_TOOLS says; see policy.AskForApproval.
     requires_approval: ClassVar[bool] = False
 
     def unavailable_reason(self) -> str | None:

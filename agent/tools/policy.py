@@ -99,22 +99,21 @@ class AllowAll:
         return ALLOW
 
 
-class AskForMarkedTools:
-    """Asks before any tool marked `requires_approval` (shell by default); allows the rest."""
-
-    def decide(self, tool: Tool[Any], arguments: Any, tool_call_id: str) -> Decision:
-        if tool.requires_approval:
-            return Ask(reason=f'"{tool.name}" acts outside the workspace files and needs approval.')
-        return ALLOW
-
-
 @dataclass(frozen=True, slots=True)
-class AskForNamedTools:
-    """Asks before the named tools (a deployment's APPROVAL_TOOLS); allows the rest."""
+class AskForApproval:
+    """Asks before a tool that declares `requires_approval` and before the tools named in `named`.
 
-    names: frozenset[str]
+    The declaration is the floor: a declared tool asks whatever `named` holds (an empty or
+    misspelled list adds nothing but takes nothing away). Only `waived`, a deployment's explicit
+    APPROVAL_WAIVED_TOOLS, lets a declared tool run unasked; a name in `named` always asks.
+    """
+
+    named: frozenset[str] = frozenset()
+    waived: frozenset[str] = frozenset()
 
     def decide(self, tool: Tool[Any], arguments: Any, tool_call_id: str) -> Decision:
-        if tool.name in self.names:
+        if tool.name in self.named:
             return Ask(reason=f'"{tool.name}" needs a person\'s approval in this workspace.')
+        if tool.requires_approval and tool.name not in self.waived:
+            return Ask(reason=f'"{tool.name}" reaches beyond the workspace files and needs approval.')
         return ALLOW

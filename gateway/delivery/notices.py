@@ -7,8 +7,10 @@ a compaction's "started" message is edited into its outcome.
 from __future__ import annotations
 
 from gateway.delivery.answers import post_answer
+from gateway.delivery.ledger import Ledger
 from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
+from gateway.render import approval_card
 from gateway.render import notices as render
 from gateway.render.notices import SlackMessage
 from jobs.session.notices import (
@@ -60,15 +62,14 @@ class NoticePosting:
 
     def _approval_request(self, notice: ApprovalRequestNotice) -> None:
         entry = f"approval:{notice.approval_id}"
-        self.ledger.set_note(f"{entry}:request", notice.model_dump_json())
-        self._post(entry, render.approval_request(notice, self.session))
+        self.ledger.set_note(_request_note(notice.approval_id), notice.model_dump_json())
+        self._post(entry, approval_card.approval_request(notice, self.session))
         self.status.clear()  # nothing runs while a person decides
 
     def _approval_decided(self, notice_id: str, notice: ApprovalDecidedNotice) -> None:
         entry = f"approval:{notice.approval_id}"
-        raw = self.ledger.note(f"{entry}:request")
-        request = ApprovalRequestNotice.model_validate_json(raw) if raw else None
-        message = render.approval_decided(notice, request)
+        request = shown_request(self.ledger, notice.approval_id)
+        message = approval_card.approval_decided(notice, request)
         card = self.ledger.ts(entry)
         if card is None:
             self._post(notice_id, message)
@@ -92,3 +93,13 @@ class NoticePosting:
         _, posted = self.poster.post_once(entry, message)
         if posted:
             self.status.message_posted()
+
+
+def shown_request(ledger: Ledger, approval_id: str) -> ApprovalRequestNotice | None:
+    """The approval request as its card was posted (noted just before); None if it never was."""
+    raw = ledger.note(_request_note(approval_id))
+    return ApprovalRequestNotice.model_validate_json(raw) if raw else None
+
+
+def _request_note(approval_id: str) -> str:
+    return f"approval:{approval_id}:request"

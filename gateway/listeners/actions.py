@@ -2,6 +2,8 @@
 
 The answer goes to the click's `response_url` as an ephemeral message (the card itself changes
 through notices, for everyone). A second click on a decided approval is a no-op that says so.
+Approve is refused unless the request's card showed the whole call (gateway.render.approval_card);
+Deny always works. Inspect shows what one ephemeral message holds, and says when it is cut.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 
 from gateway import payload
+from gateway.delivery.ledger import Ledger
+from gateway.delivery.notices import shown_request
 from gateway.deps import Deps
 from gateway.listeners._controls import act
 from gateway.render import buttons
+from gateway.render.approval_card import shows_whole_call, too_long_text
 from gateway.render.text import code_sections
 from jobs.control import decide_approval
+from jobs.keys import SessionKey
 from jobs.session.approvals import Decision
 from jobs.session.state import session_exists
 from jobs.session.store import SessionStore
@@ -26,6 +32,7 @@ from jobs.session.store import SessionStore
 log = logging.getLogger(__name__)
 
 STALE = "That button no longer belongs to a session here."
+NOT_SHOWN = "Not approved: that request's card was never shown in this thread."
 Handler = Callable[[Deps, buttons.ButtonValue, str], str | list[dict[str, Any]]]
 
 
@@ -76,9 +83,19 @@ def _decide(deps: Deps, value: buttons.ButtonValue, user: str, decision: Decisio
         return STALE
     if not deps.authz.may_act(key, user):
         return deps.authz.refusal(key)
+    if decision == "approved" and (refusal := _unseen(deps, key, value.approval_id)):
+        return refusal
     return decide_approval(
         deps.redis, key, value.approval_id, decision, by=user, turn_timeout_s=deps.turn_timeout_s
     ).message
+
+
+def _unseen(deps: Deps, key: SessionKey, approval_id: str) -> str | None:
+    """Why this call cannot be approved from Slack: its card did not show all of it. None: it did."""
+    request = shown_request(Ledger(SessionStore(deps.redis, key)), approval_id)
+    if request is None:
+        return NOT_SHOWN
+    return None if shows_whole_call(request) else f"Not approved. {too_long_text(request)}"
 
 
 def _inspect(deps: Deps, value: buttons.ButtonValue, user: str) -> str | list[dict[str, Any]]:

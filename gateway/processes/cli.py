@@ -45,8 +45,9 @@ def _manifest(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     from gateway.processes.worker import supervise, work
+    from jobs.turn.tools import check_approval_settings
 
-    settings = Settings.load().require(*WORKER_SETTINGS)
+    settings = check_approval_settings(Settings.load().require(*WORKER_SETTINGS))
     if args.role == "all":
         passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
         return supervise(args.turn_workers, passthrough)
@@ -56,8 +57,9 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from gateway.processes.together import run_together
+    from jobs.turn.tools import check_approval_settings
 
-    Settings.load().require(*dict.fromkeys(WEB_SETTINGS + WORKER_SETTINGS))
+    check_approval_settings(Settings.load().require(*dict.fromkeys(WEB_SETTINGS + WORKER_SETTINGS)))
     me = [sys.executable, "-m", "gateway.processes.cli"]
     return run_together({"web": [*me, "web"], "worker": [*me, "worker"]})
 

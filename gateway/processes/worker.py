@@ -95,6 +95,9 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     runtime.settings()  # parsed once here, inherited by every forked job
     if not settings.LLM_BASE_URL:
         log.warning("LLM_BASE_URL is not set: turns use the built-in demo model (scripted)")
+    if settings.approval_waived_tools:
+        waived = ", ".join(sorted(settings.approval_waived_tools))
+        log.warning("APPROVAL_WAIVED_TOOLS: %s run without a person's approval", waived)
     runtime.build_model(settings)
     jobs.turn.runner.tool_setup()
     for name in LAZY_TRANSPORT_MODULES:

@@ -2,7 +2,7 @@
 
 Answers are Markdown (`markdown_text`, split by gateway.render.markdown); everything else is a
 short mrkdwn message, with buttons where there is something to do: Resume and Inspect on an
-unknown result, Resume on a stop, Approve / Deny on an approval request.
+unknown result, Resume on a stop. The approval card has a module of its own (approval_card).
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.render import buttons
-from gateway.render.text import code_sections, context, escape, inline_code, section
+from gateway.render.text import escape, inline_code, section
 from jobs.keys import SessionKey
 from jobs.session.notices import (
-    ApprovalDecidedNotice,
-    ApprovalRequestNotice,
     CancelledNotice,
     CompactionNotice,
     ErrorNotice,
@@ -59,42 +57,6 @@ def cancelled(notice: CancelledNotice, session: SessionKey) -> SlackMessage:
     resume = buttons.button(buttons.RESUME, "Resume", buttons.ButtonValue(session), style="primary")
     shown = section(f":black_square_for_stop: {notice.text}")
     return SlackMessage(text=notice.text, blocks=[shown, buttons.actions(resume)])
-
-
-def approval_request(notice: ApprovalRequestNotice, session: SessionKey) -> SlackMessage:
-    text = _approval_question(notice)
-    value = buttons.ButtonValue(session, approval_id=notice.approval_id)
-    blocks = code_sections(text, notice.details, max_blocks=3) if notice.details else [section(text)]
-    if notice.reason:
-        blocks.append(context(escape(notice.reason)))
-    blocks.append(
-        buttons.actions(
-            buttons.button(buttons.APPROVE, "Approve", value, style="primary"),
-            buttons.button(buttons.DENY, "Deny", value, style="danger"),
-        )
-    )
-    return SlackMessage(text=text, blocks=blocks)
-
-
-_DECISIONS = {
-    "approved": ":white_check_mark: Approved",
-    "denied": ":no_entry_sign: Denied",
-    "cancelled": ":black_square_for_stop: Cancelled",
-}
-
-
-def approval_decided(notice: ApprovalDecidedNotice, request: ApprovalRequestNotice | None) -> SlackMessage:
-    """The approval card once decided: the question stays, the buttons give way to the verdict."""
-    verdict = _DECISIONS[notice.decision] + (f" by <@{notice.by}>" if notice.by else "")
-    if request is None:
-        return SlackMessage(text=f"{verdict} (approval `{escape(notice.approval_id)}`).")
-    question = _approval_question(request)
-    return SlackMessage(text=f"{question}\n{verdict}", blocks=[section(question), context(verdict)])
-
-
-def _approval_question(notice: ApprovalRequestNotice) -> str:
-    call = f"`{escape(notice.tool_name)}` {inline_code(notice.summary)}".strip()
-    return f":raised_hand: The agent wants to run {call}. Approve?"
 
 
 def compaction(notice: CompactionNotice) -> SlackMessage:

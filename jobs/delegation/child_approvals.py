@@ -38,6 +38,7 @@ def forward_approvals(store: SessionStore) -> None:
                 tool_call_id=approval.tool_call_id,
                 tool_name=approval.tool_name,
                 summary=approval.summary,
+                details=approval.details,  # a person in the root thread approves what they can read
                 reason=reason,
             )
         )

@@ -32,6 +32,7 @@ class Approval(BaseModel):
     tool_call_id: str
     tool_name: str
     summary: str
+    details: str | None = None  # the call's full arguments, for the card a person approves from
     reason: str | None = None
     step_uuid: str
     turn_id: str | None = None

@@ -23,7 +23,7 @@ from agent.model.base import ChatModel
 from agent.prompts import system_prompt
 from agent.redaction import redact_text
 from agent.tools.executor import ToolExecutor
-from agent.tools.policy import ApprovalDecision, Approved, Approver, AskForNamedTools, Rejected
+from agent.tools.policy import ApprovalDecision, Approved, Approver, Rejected
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
 from jobs import runtime
@@ -43,7 +43,7 @@ from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.sink import RedisTurnSink
-from jobs.turn.tools import process_registry, turn_tools
+from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, ensure_workspace
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class TurnRunner:
         tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
         registry = tools.registry
         # A sub-agent asks for approval under its parent's rules: the same policy, never less.
-        policy = AskForNamedTools(self.settings.approval_tools)
+        policy = approval_policy(self.settings)
 
         def executor(approver: Approver | None) -> ToolExecutor:
             return ToolExecutor(registry, workspace=workspace, policy=policy, approver=approver)

@@ -75,6 +75,7 @@ class RedisTurnSink:
                 tool_call_id=parked.call.id,
                 tool_name=parked.call.name,
                 summary=short_arguments(parked.call.name, parked.call.arguments),
+                details=full_arguments(parked.call.name, parked.call.arguments),
                 reason=parked.reason,
                 step_uuid=step_uuid,
                 turn_id=self.turn_id,
@@ -82,7 +83,6 @@ class RedisTurnSink:
             for parked in calls
         ]
         ApprovalStore(self.store).park(approvals)
-        parked_by_id = {parked.call.id: parked.call for parked in calls}
         self.store.meta.park_step(step_uuid)
         for approval in approvals:
             self.store.post_notice(
@@ -92,7 +92,7 @@ class RedisTurnSink:
                     tool_call_id=approval.tool_call_id,
                     tool_name=approval.tool_name,
                     summary=approval.summary,
-                    details=full_arguments(approval.tool_name, parked_by_id[approval.tool_call_id].arguments),
+                    details=approval.details,
                     reason=approval.reason,
                 )
             )

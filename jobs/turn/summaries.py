@@ -46,17 +46,16 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-DETAILS_CHARS = 2_500  # fits a Slack section (3,000) with the code fence around it
+def full_arguments(name: str, arguments: str | None) -> str:
+    """What a person must read to approve a call, never cut: the key argument whole, else pretty JSON.
 
-
-def full_arguments(name: str, arguments: str | None, limit: int = DETAILS_CHARS) -> str:
-    """What a person must read to approve a call: the key argument whole, else pretty JSON."""
+    Whether it fits a Slack message is the card's business (gateway.render.approval_card): a
+    call it cannot show whole cannot be approved there.
+    """
     parsed = _parse(arguments)
     key = KEY_ARGUMENT.get(name)
     if isinstance(parsed, dict) and key in parsed and len(parsed) == 1:
-        text = str(parsed[key])
-    elif parsed is None:
-        text = arguments or ""
-    else:
-        text = json.dumps(parsed, ensure_ascii=False, indent=2)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        return str(parsed[key])
+    if parsed is None:
+        return arguments or ""
+    return json.dumps(parsed, ensure_ascii=False, indent=2)

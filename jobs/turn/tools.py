@@ -24,6 +24,7 @@ from agent.tools.base import Tool
 from agent.tools.builtin import HttpGet, builtin_tools
 from agent.tools.builtin.http_policy import HttpGetPolicy
 from agent.tools.overlay import ToolOverlay
+from agent.tools.policy import AskForApproval
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.tools.write_lock import LockedTool
 from jobs.delegation.children import ChildInfo
@@ -46,6 +47,23 @@ def http_get_tool(allowlist: str) -> HttpGet:
     """http_get reaching public addresses and what HTTP_GET_ALLOW_HOSTS opens (the registry's
     own instance opens nothing)."""
     return HttpGet(HttpGetPolicy.from_allowlist(allowlist))
+
+
+def approval_policy(settings: Settings) -> AskForApproval:
+    """Who asks: every tool that declares it, plus APPROVAL_TOOLS, less an explicit waiver."""
+    return AskForApproval(named=settings.approval_tools, waived=settings.approval_waived_tools)
+
+
+def check_approval_settings(settings: Settings) -> Settings:
+    """At start: an approval setting naming a tool this registry lacks stops the process."""
+    registry = process_registry()
+    declared = [name for name in registry.names if _declares_approval(registry, name)]
+    return settings.require_known_tools(registry.names, declared)
+
+
+def _declares_approval(registry: ToolRegistry, name: str) -> bool:
+    tool = registry.get(name)
+    return tool is not None and tool.requires_approval
 
 
 @dataclass(frozen=True)

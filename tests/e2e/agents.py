@@ -15,6 +15,7 @@ from jobs.keys import SessionKey
 from jobs.session.store import SessionStore
 from tests.e2e.turns import Session
 from tests.polling import wait_for
+from tests.unattended import UNATTENDED
 
 Step = Reply | Callable[[dict[str, Any]], Reply]
 
@@ -22,7 +23,7 @@ Step = Reply | Callable[[dict[str, Any]], Reply]
 def start_stack(
     tmp_path: Path, redis_url: str, slack_url: str, llm: FakeLLM, workers: int, **env: str
 ) -> Stack:
-    settings = {"APPROVAL_TOOLS": "", **env}
+    settings = {**UNATTENDED, **env}
     return Stack(tmp_path, redis_url, slack_url, llm.base_url, **settings).start(workers=workers)
 
 

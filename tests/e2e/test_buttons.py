@@ -132,6 +132,7 @@ def park(redis, key: SessionKey, approval_id: str = "ap1") -> None:
             tool_call_id="call_1",
             tool_name="shell",
             summary="make deploy",
+            details="make deploy",
             reason="shell",
         ),
     )

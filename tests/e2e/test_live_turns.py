@@ -16,6 +16,7 @@ from tests.e2e.sessions import response_url
 from tests.polling import wait_for
 from tests.slack_events import block_action, mention, message
 from tests.thread_view import bot_messages, buttons, responses, shown, thread_texts
+from tests.unattended import UNATTENDED
 
 DENIED = 'Tool "shell" was not run because the user rejected the approval request.'  # context-core.md §4.5
 
@@ -113,7 +114,7 @@ def test_the_stop_button_stops_a_running_shell_turn(make_stack, fake_slack, fake
 
 
 def test_an_approval_click_runs_the_parked_shell_call(make_stack, fake_slack, fake_llm, redis, tmp_path):
-    stack = make_stack(APPROVAL_TOOLS="shell", workers=2)
+    stack = make_stack(APPROVAL_WAIVED_TOOLS="", workers=2)
     marker = tmp_path / "deployed"
     fake_llm.script(calls(("c1", "shell", {"command": f"echo yes > {marker}"})), text("deployed"))
     key = start(stack, fake_slack, "deploy")
@@ -136,7 +137,7 @@ def test_an_approval_click_runs_the_parked_shell_call(make_stack, fake_slack, fa
 def test_a_deny_click_gives_the_model_the_spec_denial_and_runs_nothing(
     make_stack, fake_slack, fake_llm, redis, tmp_path
 ):
-    stack = make_stack(APPROVAL_TOOLS="shell")
+    stack = make_stack(APPROVAL_WAIVED_TOOLS="")
     marker = tmp_path / "dropped"
     fake_llm.script(calls(("c1", "shell", {"command": f"touch {marker}"})), text("ok, I will not"))
     key = start(stack, fake_slack, "drop the table")
@@ -156,7 +157,7 @@ def test_a_crashed_tool_gets_an_unknown_result_notice_whose_buttons_work(
         redis_url,
         fake_slack.api_url,
         fake_llm.base_url,
-        APPROVAL_TOOLS="",
+        **UNATTENDED,
         LEASE_TTL_SECONDS="3",
         JANITOR_INTERVAL_SECONDS="1",
     ).start(workers=2)

@@ -51,7 +51,7 @@ def test_a_mention_typed_in_the_page_is_answered_in_its_thread(
 def test_a_thread_reply_steers_the_session_and_a_click_approves(
     make_stack, fake_slack: FakeSlack, fake_llm: FakeLLM, tmp_path
 ):
-    stack = make_stack(APPROVAL_TOOLS="shell", workers=2)
+    stack = make_stack(APPROVAL_WAIVED_TOOLS="", workers=2)
     sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
     marker = tmp_path / "ran"
     fake_llm.script(calls(("c1", "shell", {"command": f"touch {marker}"})), text("done it"), text("noted"))

@@ -25,11 +25,13 @@ def test_a_sub_agents_shell_call_waits_for_a_person_in_the_root_thread(
     deploy = calls(("sh", "shell", {"command": f"touch {marker}; echo ok"}))
     agents.add("DEPLOYER", deploy, text("deploy ran"))
     fake_llm.default = agents
-    stack = start_stack(tmp_path, redis_url, fake_slack.api_url, fake_llm, workers=1, APPROVAL_TOOLS="shell")
+    asking = {"APPROVAL_WAIVED_TOOLS": ""}  # shell asks, as it declares
+    stack = start_stack(tmp_path, redis_url, fake_slack.api_url, fake_llm, workers=1, **asking)
     try:
         session = Session(redis, fake_slack, "APPROVAL-ROOT")
         (request,) = wait_for(lambda: session.notices("approval_request"), timeout=30, what="the request")
         assert isinstance(request, ApprovalRequestNotice) and request.tool_name == "shell"
+        assert request.details == f"touch {marker}; echo ok"  # the root's card shows the whole call
         assert request.reason.startswith("Asked by the sub-agent “deployer”.")
         child = session.key.subagent("a1")
         assert state(redis, child) == "awaiting_approval" and session.state() == "awaiting_agents"

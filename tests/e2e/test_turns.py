@@ -14,6 +14,7 @@ from jobs.control import cancel, resume
 from jobs.janitor import sweep
 from tests.e2e.turns import Session
 from tests.polling import wait_for
+from tests.unattended import UNATTENDED
 
 
 def tool_results(request: dict) -> dict[str, str]:
@@ -59,9 +60,7 @@ def test_a_steer_lands_after_the_running_tool_results(
 def test_two_inputs_together_run_one_turn_at_a_time(
     tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
 ):
-    stack = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, APPROVAL_TOOLS="").start(
-        workers=2
-    )
+    stack = Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, **UNATTENDED).start(workers=2)
     try:
         gate = threading.Event()
         in_flight = []
@@ -112,7 +111,7 @@ def test_worker_killed_during_a_tool_then_resumed(
         redis_url,
         fake_slack.api_url,
         fake_llm.base_url,
-        APPROVAL_TOOLS="",
+        **UNATTENDED,
         LEASE_TTL_SECONDS="3",
         JANITOR_INTERVAL_SECONDS="1",
     ).start()
@@ -149,7 +148,7 @@ def test_a_turn_that_hits_its_time_limit_says_so(
         redis_url,
         fake_slack.api_url,
         fake_llm.base_url,
-        APPROVAL_TOOLS="",
+        **UNATTENDED,
         TURN_TIMEOUT_SECONDS="2",
     ).start()
     try:
@@ -182,7 +181,7 @@ def test_the_forking_worker_class_runs_turns_too(
         redis_url,
         fake_slack.api_url,
         fake_llm.base_url,
-        APPROVAL_TOOLS="",
+        **UNATTENDED,
         THREADLINE_WORKER_CLASS="fork",
     ).start()
     try:

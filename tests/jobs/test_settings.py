@@ -40,7 +40,54 @@ def test_a_json_setting_that_does_not_parse_is_one_clear_line(monkeypatch):
 def test_id_lists_are_comma_separated(monkeypatch):
     monkeypatch.setenv("SLACK_OPERATORS", "U1, S2 ,")
     assert Settings.load().operators == {"U1", "S2"}
-    assert Settings.load().approval_tools == {"shell"}
+    monkeypatch.setenv("APPROVAL_TOOLS", " grep,read_file ")
+    assert Settings.load().approval_tools == {"grep", "read_file"}
+
+
+def test_approval_tools_add_to_the_declared_ones_and_nothing_is_waived_by_default():
+    settings = Settings.load()
+    assert settings.approval_tools == frozenset() and settings.approval_waived_tools == frozenset()
+
+
+KNOWN = ["grep", "http_get", "read_file", "shell"]
+DECLARED = ["http_get", "shell"]
+
+
+@pytest.mark.parametrize("value", ["Shell", "bash", "shell,Bash", " SHELL "])
+def test_an_unknown_approval_tool_is_one_line_naming_the_variable_the_unknown_and_the_known(value):
+    with pytest.raises(SettingsError) as raised:
+        Settings.load(APPROVAL_TOOLS=value).require_known_tools(KNOWN, DECLARED)
+    line = str(raised.value)
+    unknown = sorted(name.strip() for name in value.split(",") if name.strip() not in KNOWN)
+    assert "\n" not in line and line.startswith(f"threadline: invalid setting APPROVAL_TOOLS={value!r}")
+    assert f"unknown tool{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} " in line
+    assert line.endswith("known tools: grep, http_get, read_file, shell")
+
+
+@pytest.mark.parametrize(
+    ("waived", "named", "said"),
+    [
+        ("Shell", "", "unknown tool Shell"),
+        ("read_file", "", "read_file never asks; only http_get, shell can be waived"),
+        ("shell", "shell", "shell is also in APPROVAL_TOOLS"),
+    ],
+)
+def test_a_waiver_must_name_a_declared_tool_and_not_contradict_approval_tools(waived, named, said):
+    settings = Settings.load(APPROVAL_WAIVED_TOOLS=waived, APPROVAL_TOOLS=named)
+    with pytest.raises(SettingsError) as raised:
+        settings.require_known_tools(KNOWN, DECLARED)
+    assert str(raised.value).startswith(f"threadline: invalid setting APPROVAL_WAIVED_TOOLS={waived!r}")
+    assert said in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_known_names_pass_and_the_real_registry_is_what_they_are_checked_against():
+    from jobs.turn.tools import check_approval_settings
+
+    settings = Settings.load(APPROVAL_TOOLS="grep", APPROVAL_WAIVED_TOOLS="http_get")
+    assert check_approval_settings(settings) is settings
+    with pytest.raises(SettingsError) as raised:
+        check_approval_settings(Settings.load(APPROVAL_TOOLS="Shell"))
+    assert "known tools: Agent, AgentSwarm, Skill, edit_file, glob, grep, http_get" in str(raised.value)
 
 
 SECRET = "planted-settings-secret-77ab"

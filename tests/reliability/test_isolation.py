@@ -33,7 +33,7 @@ def prepare(redis, key: SessionKey, action: str) -> None:
                             step_uuid="s1")  # fmt: skip
         ApprovalStore(SessionStore(redis, key)).park([approval])
         post(redis, key, ApprovalRequestNotice(approval_id="s1:c1", tool_call_id="c1", tool_name="shell",
-                                               summary="rm -rf build"))  # fmt: skip
+                                               summary="rm -rf build", details="rm -rf build"))  # fmt: skip
 
 
 def unchanged(redis, key: SessionKey, action: str) -> bool:

@@ -86,6 +86,7 @@ class HttpGet(Tool[HttpGetParams]):
         "Only public internet addresses can be reached."
     )
     parameters = HttpGetParams
+    requires_approval = True  # the one way out of a sandboxed session: a URL can carry files away
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from agent.loop.ports import ParkedStep, ToolFinished
 from agent.loop.turn_loop import LoopConfig
 from agent.messages import user_message
 from agent.testing import FakeLLM, Reply, calls, text
-from agent.tools.policy import Approved, AskForNamedTools, Rejected
+from agent.tools.policy import Approved, AskForApproval, Rejected
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 from tests.polling import wait_for
 
@@ -183,7 +183,7 @@ def test_a_call_needing_approval_parks_the_step_and_runs_once_approved(fake_llm:
     fake_llm.script(calls(("c1", "shell", {"command": f"echo x >> {marker}"})))
     sink = MemorySink()
     sink.append_user("run")
-    policy = AskForNamedTools(frozenset({"shell"}))
+    policy = AskForApproval()
     outcome = run_turn(sink, fake_llm.base_url, tmp_path, policy=policy)
     assert outcome.reason == "awaiting_approval" and not marker.exists()
     step_uuid, parked = sink.parked[0]
@@ -200,7 +200,7 @@ def test_a_denied_call_gets_the_spec_denial_text(fake_llm: FakeLLM, tmp_path: Pa
     fake_llm.script(calls(("c1", "shell", {"command": "echo no"})))
     sink = MemorySink()
     sink.append_user("run")
-    policy = AskForNamedTools(frozenset({"shell"}))
+    policy = AskForApproval()
     run_turn(sink, fake_llm.base_url, tmp_path, policy=policy)
     step_uuid = sink.parked[0][0]
     fake_llm.script(text("ok"))

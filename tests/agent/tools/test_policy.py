@@ -8,7 +8,7 @@ from agent.tools.policy import (
     ApprovalRequest,
     Approved,
     Ask,
-    AskForMarkedTools,
+    AskForApproval,
     Cancelled,
     Deny,
     DisabledTools,
@@ -127,9 +127,24 @@ async def test_an_unavailable_tool_says_why(tmp_path):
     assert result.output == "The web is not reachable from this worker."
 
 
-def test_marked_tools_ask_and_the_rest_are_allowed():
-    from agent.tools.builtin import ReadFile, Shell
+def test_tools_that_declare_approval_ask_whatever_the_names_say():
+    from agent.tools.builtin import HttpGet, ReadFile, Shell
 
-    policy = AskForMarkedTools()
-    assert isinstance(policy.decide(Shell(), None, "c"), Ask)
-    assert isinstance(policy.decide(ReadFile(), None, "c"), Allow)
+    for named in (frozenset(), frozenset({"Shell", "bash"}), frozenset({"read_file"})):
+        policy = AskForApproval(named=named)
+        assert isinstance(policy.decide(Shell(), None, "c"), Ask), named
+        assert isinstance(policy.decide(HttpGet(), None, "c"), Ask), named
+    assert isinstance(AskForApproval().decide(ReadFile(), None, "c"), Allow)
+
+
+def test_named_tools_ask_on_top_and_only_an_explicit_waiver_lets_a_declared_tool_run():
+    from agent.tools.builtin import HttpGet, ReadFile, Shell
+
+    policy = AskForApproval(named=frozenset({"read_file"}), waived=frozenset({"shell"}))
+    assert isinstance(policy.decide(ReadFile(), None, "c"), Ask)
+    assert isinstance(policy.decide(Shell(), None, "c"), Allow)
+    assert isinstance(policy.decide(HttpGet(), None, "c"), Ask)
+    assert isinstance(
+        AskForApproval(named=frozenset({"shell"}), waived=frozenset({"shell"})).decide(Shell(), None, "c"),
+        Ask,
+    )

@@ -9,11 +9,16 @@ import pytest
 from gateway.render import notices as render
 from gateway.render.buttons import ButtonValue
 from gateway.render.progress_card import card_blocks, card_text
-from gateway.render.text import MAX_BLOCKS, SECTION_LIMIT, code_sections, inline_code
+from gateway.render.text import (
+    MAX_BLOCKS,
+    MESSAGE_CHARS,
+    SECTION_LIMIT,
+    block_chars,
+    code_sections,
+    inline_code,
+)
 from jobs.keys import SessionKey
 from jobs.session.notices import (
-    ApprovalDecidedNotice,
-    ApprovalRequestNotice,
     CancelledNotice,
     CompactionNotice,
     ErrorNotice,
@@ -87,20 +92,6 @@ def test_unknown_result_notice_says_what_is_unknown_and_offers_resume_and_inspec
     assert ButtonValue.decode(message.blocks[-1]["elements"][1]["value"]).tool_call_id == "c9"
 
 
-def test_approval_request_and_decision():
-    request = ApprovalRequestNotice(
-        approval_id="a1", tool_call_id="c1", tool_name="shell", summary="make", reason="r"
-    )
-    asked = render.approval_request(request, KEY)
-    assert action_ids(asked.blocks) == ["tl_approve", "tl_deny"]
-    assert ButtonValue.decode(asked.blocks[-1]["elements"][0]["value"]).approval_id == "a1"
-    decided = render.approval_decided(
-        ApprovalDecidedNotice(approval_id="a1", decision="denied", by="U1"), request
-    )
-    assert action_ids(decided.blocks) == [] and "Denied by <@U1>" in texts(decided.blocks)
-    assert "`make`" in texts(decided.blocks)
-
-
 def test_every_other_kind_renders_to_text():
     assert render.cancelled(CancelledNotice(text="Stopped by <@U1>."), KEY).text.endswith("Stopped by <@U1>.")
     assert render.error(ErrorNotice(text="Sorry")).text == "Sorry"
@@ -122,6 +113,14 @@ def test_code_sections_escape_and_fit():
     blocks = code_sections("title", "<&>" * 5000)
     assert within_limits(blocks) and "&lt;&amp;&gt;" in blocks[1]["text"]["text"]
     assert not any(b["text"]["text"].count("&") % 1 for b in blocks if b["type"] == "section")
+
+
+def test_code_sections_hold_what_one_message_takes_and_say_when_they_cut():
+    whole = code_sections("title", "x" * 5_000)
+    assert "x" * 2_000 in texts(whole) and "cut" not in texts(whole)
+    cut = code_sections("title", "x" * 60_000)
+    assert block_chars(cut) <= MESSAGE_CHARS and within_limits(cut)
+    assert cut[-1]["type"] == "context" and "60,000 characters in all" in texts(cut[-1:])
 
 
 def test_inline_code_is_short_and_single_line():
