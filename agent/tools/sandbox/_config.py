@@ -1,0 +1,43 @@
+"""What the caller decides about the sandbox: on or off, which bwrap, which uid, network, limits."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits of every process in the sandbox (soft and hard rlimits, set before the command runs).
+
+    Per process, as rlimits are: total memory and disk of a command need cgroups and quotas,
+    which stay the operator's job.
+    """
+
+    cpu_seconds: int = 600
+    memory_mb: int = 2048  # RLIMIT_DATA; also the size of the sandbox's /tmp and /dev/shm
+    processes: int = 256  # RLIMIT_NPROC: processes and threads of this sandbox's uid
+    file_size_mb: int = 1024  # RLIMIT_FSIZE
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    enabled: bool = True
+    bwrap: str = "bwrap"  # a path, or a name looked up on PATH
+    uid: int = 65534  # the uid (and gid) commands run as when the worker is root
+    network: bool = False  # True: the host's network (egress); False: an empty network namespace
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+
+UNSANDBOXED = SandboxConfig(enabled=False)
+
+
+def sandbox_user(config: SandboxConfig) -> tuple[int, int] | None:
+    """The (uid, gid) bwrap is started as, when it is not the worker's own: the worker is root.
+
+    Root's processes are exempt from RLIMIT_NPROC, and a root-owned workspace would be
+    read-only to a command without capabilities; so a root worker hands both to this uid.
+    """
+    if not config.enabled or os.geteuid() != 0:
+        return None
+    return config.uid, config.uid
