@@ -2,8 +2,9 @@
 
 Schemas and validators are built once per process (`ToolSetup`); each turn binds what is
 its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
-the session's launcher and history, the workspace write lock around every tool, and the
-profile of a sub-agent (its disabled tools, same policy and approval rules as its parent).
+the session's launcher and history, shell to the sandbox of the session's channel, the
+workspace write lock around every tool, and the profile of a sub-agent (its disabled tools,
+same policy and approval rules as its parent).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from agent.messages import Message
 from agent.prompts import system_prompt
 from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_roots
 from agent.tools.base import Tool
-from agent.tools.builtin import builtin_tools
+from agent.tools.builtin import Shell, builtin_tools
 from agent.tools.overlay import ToolOverlay
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.tools.write_lock import LockedTool
@@ -29,6 +30,7 @@ from jobs.delegation.launcher import RedisLauncher
 from jobs.delegation.write_lock import RedisWriteLock
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.sandbox import shell_sandbox
 
 DELEGATION_TOOLS = ("Agent", "AgentSwarm")
 
@@ -76,6 +78,7 @@ def turn_tools(
         "Skill": SkillTool(catalog, query_depth=depth, session_id=str(store.key)),
         "Agent": AgentTool(binding),
         "AgentSwarm": AgentSwarmTool(binding),
+        "shell": Shell(sandbox=shell_sandbox(settings, store.key.channel)),
     }
     hidden = set(profile.disabled_tools)
     if not catalog.for_model():
