@@ -14,6 +14,8 @@ import stat
 import uuid
 from pathlib import Path
 
+from jobs.keys import SessionKey
+
 
 def open_for_the_sandbox(path: Path) -> Path:
     """Let other uids traverse (not list) `path` and its parents; nothing to do unless root."""
@@ -50,3 +52,8 @@ def give_to_sandbox(workspace: Path, uid: int = 65534) -> Path:
     if os.geteuid() == 0:
         os.chown(open_for_the_sandbox(workspace), uid, uid)
     return workspace
+
+
+def workspace_of(tmp_path: Path, key: SessionKey) -> Path:
+    """The workspace of a session of a test's stack (AGENT_WORKDIR is tmp_path/workspaces)."""
+    return tmp_path / "workspaces" / key.team / key.channel / key.thread_ts
