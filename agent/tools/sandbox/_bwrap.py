@@ -1,9 +1,10 @@
 """The command line that runs one shell command in bubblewrap, and how it is started.
 
 Order matters to bwrap: mounts apply in the order given, so the workspace is bound after the
-private /tmp (a workspace under /tmp stays visible) and the environment is cleared before the
-few variables the command gets. bwrap itself is started with an empty environment: its init
-process (pid 1 inside) keeps the environment it was started with, readable in /proc/1/environ.
+private /tmp (a workspace under /tmp stays visible), the root is made read-only last, and the
+environment is cleared before the few variables the command gets. bwrap itself is started
+with an empty environment: its init process (pid 1 inside) keeps the environment it was
+started with, readable in /proc/1/environ.
 """
 
 from __future__ import annotations
@@ -85,9 +86,12 @@ def _filesystem(config: SandboxConfig, workspace: Path | None) -> list[str]:
         argv += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--size", scratch, "--tmpfs", "/tmp", "--size", scratch, "--tmpfs", "/dev/shm"]
-    if workspace is None:
-        return [*argv, "--chdir", "/tmp"]
-    return [*argv, "--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+    if workspace is not None:
+        argv += ["--bind", str(workspace), str(workspace)]
+    # The root and /dev are bwrap's own tmpfs without a size limit: read-only, so the only
+    # places to write are the workspace and the size-capped /tmp and /dev/shm.
+    argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
+    return [*argv, "--chdir", str(workspace) if workspace is not None else "/tmp"]
 
 
 @cache
