@@ -33,16 +33,16 @@ def sleep_marker() -> str:
     return f"600.{uuid.uuid4().int % 10**9:09d}"
 
 
-def host_pids(text: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line contains `text`."""
+def host_pids(marker: str) -> list[int]:
+    """Pids of live (not zombie) `sleep {marker}` processes, wherever they run."""
+    wanted = b"sleep\x00" + marker.encode() + b"\x00"
     found = []
-    needle = text.encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
             zombie = "State:\tZ" in (entry / "status").read_text()
-            if needle in (entry / "cmdline").read_bytes() and not zombie:
+            if (entry / "cmdline").read_bytes() == wanted and not zombie:
                 found.append(int(entry.name))
     return found
 
