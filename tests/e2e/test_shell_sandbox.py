@@ -14,7 +14,6 @@ import signal
 import socket
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -100,14 +99,12 @@ def test_the_session_workspace_is_the_only_one_visible_and_the_only_writable_pat
     (tmp_path / "workspaces" / "T222" / "C999").mkdir(parents=True)
     listing = (
         f"ls -a .. ../.. ../../.. / {tmp_path}; find / -name 'another-threads-*' 2>/dev/null; "
-        f"echo mine > mine.txt; touch {tmp_path}/escaped /usr/escaped /escaped 2>&1"
+        f"echo mine > mine.txt; touch {tmp_path}/escaped ../../escaped 2>&1"
     )
     (seen,) = run_shell(make_stack, redis, fake_slack, fake_llm, listing)
     for hidden in ("1111.000100", "another-threads-notes", "T222", "logs", "work"):
         assert hidden not in seen.split(), hidden
-    assert "cannot touch '/usr/escaped'" in seen and not Path("/usr/escaped").exists()
-    assert "cannot touch '/escaped': Read-only file system" in seen
-    assert not (tmp_path / "escaped").exists()
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "workspaces" / "T111" / "escaped").exists()
     (session_dir,) = [p for p in (tmp_path / "workspaces" / "T111" / "C111").iterdir() if p != other]
     assert (session_dir / "mine.txt").read_text() == "mine\n"
 

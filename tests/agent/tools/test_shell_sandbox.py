@@ -91,7 +91,9 @@ def test_a_workspace_the_sandbox_uid_cannot_reach_is_named_with_its_closed_direc
 
 
 async def test_the_command_runs_in_the_workspace_as_the_sandbox_user(workspace: Path):
-    result = await shell(workspace, "pwd; id -u; echo hi > note.txt; cat /proc/1/cmdline | tr '\\0' ' '")
+    command = "pwd; id -u; echo hi > note.txt; tr '\\0' ' ' < /proc/1/cmdline; echo; touch /rootfile 2>&1; :"
+    result = await shell(workspace, command)
+    assert "cannot touch '/rootfile': Read-only file system" in result.output  # the sandbox's own root
     lines = result.output.splitlines()
     uid = 65534 if os.geteuid() == 0 else os.getuid()
     assert lines[:4] == ["exit_code: 0", "stdout:", str(workspace), str(uid)]
