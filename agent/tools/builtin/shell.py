@@ -198,9 +198,9 @@ class Shell(Tool[ShellParams]):
         "Run a bash command in the session workspace and return its exit code, stdout and stderr "
         "(each bounded). The command is killed, with every process it started, when it times out or "
         "the turn is cancelled; background processes do not outlive it. Not interactive: stdin is empty. "
-        "It runs in a sandbox: the workspace is the only writable path and nothing else of the machine "
-        "is visible, HOME and /tmp are private and emptied after each command, the network is usually "
-        "off, and CPU time, memory, process count and file size are limited."
+        "It runs in a sandbox: the workspace is the only writable path and the system (/usr) the only "
+        "other thing visible, HOME and /tmp are private and emptied after each command, the network is "
+        "usually off, and CPU time, memory, process count and file size are limited."
     )
     parameters = ShellParams
     requires_approval = True

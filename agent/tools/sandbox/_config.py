@@ -11,13 +11,23 @@ class SandboxLimits:
     """Limits of every process in the sandbox (soft and hard rlimits, set before the command runs).
 
     Per process, as rlimits are: total memory and disk of a command need cgroups and quotas,
-    which stay the operator's job.
+    which stay the operator's job. Wall time is the call's own `timeout` (tools/defaults.py).
     """
 
+    # Ten CPU-minutes per process: a test run or a build step stays far below (compilers are
+    # one process per file); a spinning loop or a miner is stopped well within the turn.
     cpu_seconds: int = 600
-    memory_mb: int = 2048  # RLIMIT_DATA; also the size of the sandbox's /tmp and /dev/shm
-    processes: int = 256  # RLIMIT_NPROC: processes and threads of this sandbox's uid
-    file_size_mb: int = 1024  # RLIMIT_FSIZE
+    # RLIMIT_DATA rather than RLIMIT_AS: it counts what a process can actually fill (heap,
+    # private writable mappings) and not address space merely reserved, which Go, the JVM,
+    # V8 and sanitizers reserve by the gigabyte and would fail under an AS limit. 2 GiB
+    # fits a linker or a test suite; also the size of the private /tmp and /dev/shm.
+    memory_mb: int = 2048
+    # RLIMIT_NPROC, processes and threads, counted per sandbox (set inside its user namespace):
+    # room for `make -j`, pytest-xdist and threaded runtimes; a fork bomb stops at 256.
+    processes: int = 256
+    # RLIMIT_FSIZE: a build artefact fits in 1 GiB; `yes > file` stops there (many files still
+    # fill a disk: a quota on AGENT_WORKDIR is the operator's).
+    file_size_mb: int = 1024
 
 
 @dataclass(frozen=True)
