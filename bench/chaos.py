@@ -105,7 +105,7 @@ class Scenario:
         tools = [m for m in body["messages"] if m["role"] == "tool"]
         delay = self.rng.uniform(0.05, 0.4)
         if not any(m.get("tool_call_id") == "c1" for m in tools):
-            command = f"echo c1 >> {self.marker}; sleep {self.rng.uniform(0.2, 1.0):.2f}"
+            command = f"echo c1 >> {self.marker.name}; sleep {self.rng.uniform(0.2, 1.0):.2f}"
             return _delayed(calls(("c1", "shell", {"command": command})), delay)
         if not any(m.get("tool_call_id") == "c2" for m in tools):
             return _delayed(calls(("c2", "write_file", {"path": "out.txt", "content": "x"})), delay)
@@ -120,10 +120,12 @@ def _delayed(reply: Reply, delay: float) -> Reply:
 def one_run(
     index: int, point: str, rng: random.Random, redis: Redis, slack: FakeSlack, llm: FakeLLM, stack: Stack
 ) -> RunResult:
-    scenario = Scenario(llm, stack.logs.parent / f"ran-{index}.log", rng)
-    llm.default = scenario.reply
     root = slack.add_user_message("C1", f"run {index}", user="U1")
     key = SessionKey(team="T1", channel="C1", thread_ts=root["ts"])
+    # in the session's workspace: the only place a (sandboxed) shell command can write
+    workspace = stack.logs.parent / "workspaces" / key.team / key.channel / key.thread_ts
+    scenario = Scenario(llm, workspace / f"ran-{index}.log", rng)
+    llm.default = scenario.reply
     store = SessionStore(redis, key)
     submit_input(redis, key, UserInput(text=f"run {index}", user="U1", ts=root["ts"]), turn_timeout_s=600)
     _wait_for_point(point, scenario, store, rng)
@@ -239,6 +241,7 @@ def main() -> None:
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp).chmod(0o711)  # a root run's sandboxed shell (another uid) must reach the workspaces
         report = run_chaos(args.runs, args.seed, args.redis, Path(tmp))
     print("\n".join(report.lines()))
 

@@ -4,12 +4,15 @@
    scheduler + executor, against the same 100 calls run one after another (one-call batches).
 2. The cost per call of adapter + scheduler + executor around a no-op tool (median of runs),
    in one large batch and in one-call batches.
+3. `shell` running `true`, sandboxed (bubblewrap) and not, interleaved in the same run: the
+   median of each and what the sandbox adds per call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -24,12 +27,16 @@ from agent.messages import ToolCall
 from agent.tools import BatchAdapter, ToolExecutor, ToolRegistry, default_registry
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
+from agent.tools.builtin import Shell
+from agent.tools.sandbox import UNSANDBOXED, SandboxConfig, sandbox_problem
 
 FILES = 100
 RUNS = 15
 NOOP_BATCH = 1_000
 NOOP_SINGLES = 1_000
 TARGET_US = 100.0
+SHELL_RUNS = 40
+SANDBOX_TARGET_MS = 30.0
 
 
 class NoArgs(BaseModel):
@@ -104,10 +111,34 @@ def median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1e3:8.2f} ms"
 
 
+async def shell_true_ms(workspace: Path) -> tuple[float, float] | None:
+    """Median ms of `shell` running `true`, (sandboxed, bare), interleaved; None without a sandbox."""
+    sandboxed = SandboxConfig()
+    if sandbox_problem(sandboxed) is not None:
+        print(f"shell sandbox unavailable, not measured: {sandbox_problem(sandboxed)}")
+        return None
+    if os.geteuid() == 0:  # as a root worker does: the sandbox uid reaches and owns the workspace
+        workspace.parent.chmod(0o711)
+        os.chown(workspace, sandboxed.uid, sandboxed.uid)
+    executors = {
+        "sandboxed": ToolExecutor(ToolRegistry([Shell(sandbox=sandboxed)]), workspace=workspace),
+        "bare": ToolExecutor(ToolRegistry([Shell(sandbox=UNSANDBOXED)]), workspace=workspace),
+    }
+    true = [ToolCall(id="true", name="shell", arguments='{"command": "true"}')]
+    samples: dict[str, list[float]] = {name: [] for name in executors}
+    for executor in executors.values():
+        await timed_batch(executor, true)  # warm-up: the probe, imports
+    for _ in range(SHELL_RUNS):  # interleaved, so load on the machine affects both alike
+        for name, executor in executors.items():
+            samples[name].append(await timed_batch(executor, true))
+    return statistics.median(samples["sandboxed"]) * 1e3, statistics.median(samples["bare"]) * 1e3
+
+
 async def main() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         workspace = Path(directory)
         calls = make_files(workspace)
+        (workspace / "shell").mkdir()
         executor = ToolExecutor(default_registry(), workspace=workspace)
         await timed_batch(executor, calls)  # warm-up: imports, caches, thread pool
         batched: list[float] = []
@@ -123,6 +154,7 @@ async def main() -> dict[str, Any]:
         per_call_batch = [await timed_batch(noop_executor, big) / NOOP_BATCH for _ in range(RUNS)]
         per_call_single = [await timed_one_by_one(noop_executor, singles) / NOOP_SINGLES for _ in range(RUNS)]
         bare = await bare_noop_cost(100_000)
+        shell_ms = await shell_true_ms(workspace / "shell")
 
     ratio = statistics.median(sequential) / statistics.median(batched)
     batch_us = statistics.median(per_call_batch) * 1e6
@@ -137,7 +169,18 @@ async def main() -> dict[str, Any]:
     print(f"no-op tool, per call as one-call batches:  {single_us:7.1f} µs")
     print(f"no-op tool body alone:                      {bare * 1e6:7.2f} µs")
     print(f"target {'met' if batch_us <= TARGET_US else 'MISSED'}")
-    return {"batch_us": batch_us, "single_us": single_us, "ratio": ratio}
+    figures = {"batch_us": batch_us, "single_us": single_us, "ratio": ratio}
+    if shell_ms is not None:
+        figures |= report_shell(*shell_ms)
+    return figures
+
+
+def report_shell(sandboxed_ms: float, bare_ms: float) -> dict[str, float]:
+    added = sandboxed_ms - bare_ms
+    verdict = "met" if added <= SANDBOX_TARGET_MS else "MISSED"
+    print(f"shell `true`, median of {SHELL_RUNS}: sandboxed {sandboxed_ms:6.1f} ms, bare {bare_ms:6.1f} ms")
+    print(f"the sandbox adds {added:5.1f} ms per call (target ≤ {SANDBOX_TARGET_MS:.0f} ms): {verdict}")
+    return {"shell_sandboxed_ms": sandboxed_ms, "shell_bare_ms": bare_ms}
 
 
 if __name__ == "__main__":

@@ -17,8 +17,17 @@ from redis import Redis
 from slack_sdk.errors import SlackApiError
 
 from agent.redaction import redact_text, redact_url
+from agent.tools.sandbox import (
+    FIX,
+    REACH_FIX,
+    bwrap_version,
+    sandbox_problem,
+    sandbox_user,
+    workspace_problem,
+)
 from gateway.slack_client import web_client
 from jobs.settings import Settings
+from jobs.turn.sandbox import network_channels, shell_sandbox
 
 CHECK_TIMEOUT_S = 5
 
@@ -117,7 +126,31 @@ def _free_gb(path: os.PathLike[str]) -> float:
     return stats.f_bavail * stats.f_frsize / 1e9
 
 
-CHECKS: tuple[Callable[[Settings], Check], ...] = (check_redis, check_slack, check_model, check_workspace)
+def check_sandbox(settings: Settings) -> Check:
+    """Which mode shell runs in: sandboxed (how), unsandboxed by choice, or refused (and the fix)."""
+    config = shell_sandbox(settings)
+    if not config.enabled:
+        return Check(True, "sandbox", "SHELL_SANDBOX=off: shell runs UNSANDBOXED, as the worker (unsafe)")
+    problem = sandbox_problem(config)
+    if problem is not None:
+        return Check(False, "sandbox", f"shell is refused: {problem}", FIX)
+    unreachable = workspace_problem(config, settings.AGENT_WORKDIR.resolve())
+    if unreachable is not None:
+        return Check(False, "sandbox", f"shell is refused: {unreachable}", REACH_FIX)
+    user = sandbox_user(config)
+    who = f"uid {user[0]}" if user is not None else "the worker's uid"
+    channels = network_channels(settings)
+    network = f"network for {', '.join(sorted(channels))} only" if channels else "no network"
+    return Check(True, "sandbox", f"{bwrap_version(config)}: shell runs sandboxed as {who}, {network}")
+
+
+CHECKS: tuple[Callable[[Settings], Check], ...] = (
+    check_redis,
+    check_slack,
+    check_model,
+    check_workspace,
+    check_sandbox,
+)
 
 
 def run_doctor(settings: Settings, out: Callable[[str], None] = print) -> int:

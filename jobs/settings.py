@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,6 +50,15 @@ EXPECTED: dict[str, str] = {
         "comma-separated host names, IPs or CIDRs (each with an optional :port; IPv6 as [addr]:port)"
         " that http_get may reach although they are not public (empty: public addresses only)"
     ),
+    # -- the OS sandbox of `shell` (agent/tools/sandbox) --
+    "SHELL_SANDBOX": "on (every shell command runs in bubblewrap) or off (unsafe: commands run bare)",
+    "SHELL_BWRAP": "the bubblewrap executable, a path or a name on PATH",
+    "SHELL_SANDBOX_UID": "the uid and gid sandboxed commands run as when the worker is root (1-4294967294)",
+    "SHELL_NETWORK_CHANNELS": "comma-separated channel ids whose shell commands may use the network",
+    "SHELL_CPU_SECONDS": "CPU seconds each sandboxed process may use (a positive integer)",
+    "SHELL_MEMORY_MB": "MiB of data memory (RLIMIT_DATA) each sandboxed process may use (≥ 16)",
+    "SHELL_MAX_PROCESSES": "processes and threads one sandboxed command may run at once (≥ 2)",
+    "SHELL_MAX_FILE_MB": "the largest file, in MiB, a sandboxed command may write (a positive integer)",
     "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
     "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
@@ -107,6 +116,15 @@ class Settings(BaseSettings):
         HttpGetPolicy.from_allowlist(value)  # a ValueError names the entry
         return value
 
+    # -- the OS sandbox of `shell`; the defaults and why are in agent/tools/sandbox --
+    SHELL_SANDBOX: Literal["on", "off"] = "on"
+    SHELL_BWRAP: str = "bwrap"
+    SHELL_SANDBOX_UID: int = Field(default=65534, ge=1, le=4_294_967_294)  # 65534: Debian's nobody
+    SHELL_NETWORK_CHANNELS: str = ""
+    SHELL_CPU_SECONDS: int = Field(default=600, gt=0)
+    SHELL_MEMORY_MB: int = Field(default=2048, ge=16)
+    SHELL_MAX_PROCESSES: int = Field(default=256, ge=2)
+    SHELL_MAX_FILE_MB: int = Field(default=1024, gt=0)
     CHANNEL_REPOS: dict[str, str] = Field(default_factory=dict)
     SHARED_SKILLS_DIR: Path | None = None
     # A swarm of up to 128 items must not fill the turns queue ahead of every other thread's

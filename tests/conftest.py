@@ -13,6 +13,7 @@ from redis import Redis
 from agent.testing import FakeLLM
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
+from tests.sandboxing import open_for_the_sandbox
 from tests.unattended import UNATTENDED
 
 # Never the developer's REDIS_URL: these tests flush the database they are given.
@@ -45,6 +46,12 @@ def _database_nobody_else_uses(url: str, worker: int) -> str:
 
 XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 TEST_REDIS_URL = _database_nobody_else_uses(REQUESTED_REDIS_URL, XDIST_WORKER)
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's tmp_path, which the shell sandbox's uid can reach (see tests/sandboxing.py)."""
+    return open_for_the_sandbox(tmp_path)
 
 
 @pytest.fixture

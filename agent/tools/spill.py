@@ -26,6 +26,7 @@ from agent.tools.defaults import (
     TOOL_RESULT_MAX_RETAINED_CHARS,
 )
 from agent.tools.output import cut_long_lines
+from agent.tools.workspace import give_to_workspace_owner, missing_directories
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +60,15 @@ def spillable_text(result: ToolResult) -> str | None:
 def save_spill_file(workspace: Path, stem: str, text: str) -> str:
     """Write atomically; returns the workspace-relative path of the file."""
     directory = workspace / SPILL_DIR
+    created = missing_directories(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    give_to_workspace_owner(workspace, *created)
     name = f"{stem}-{uuid.uuid4()}.txt"
     descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".txt")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", errors="replace", newline="") as handle:
             handle.write(text)
+        give_to_workspace_owner(workspace, Path(temporary))
         os.replace(temporary, directory / name)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

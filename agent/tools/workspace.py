@@ -53,3 +53,26 @@ def display_path(workspace: Path, path: Path) -> str:
     except ValueError:
         return str(path)
     return relative.as_posix() or "."
+
+
+def give_to_workspace_owner(workspace: Path, *paths: Path) -> None:
+    """Files and directories a tool creates in the workspace take the workspace's owner.
+
+    Only a root worker changes owners: its shell commands run as the sandbox's unprivileged
+    uid, which owns the workspace and must be able to change what the file tools wrote.
+    """
+    if os.geteuid() != 0 or not paths:
+        return
+    owner = os.stat(workspace)
+    for path in paths:
+        os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
+
+
+def missing_directories(directory: Path) -> list[Path]:
+    """`directory` and its ancestors that do not exist yet, outermost first (what mkdir -p makes)."""
+    missing: list[Path] = []
+    for level in [directory, *directory.parents]:
+        if level.exists():
+            break
+        missing.append(level)
+    return missing[::-1]

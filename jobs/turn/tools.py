@@ -2,9 +2,9 @@
 
 Schemas and validators are built once per process (`ToolSetup`); each turn binds what is
 its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
-the session's launcher and history, http_get to the internal hosts the settings open, the
-workspace write lock around every tool, and the profile of a sub-agent (its disabled tools,
-same policy and approval rules as its parent).
+the session's launcher and history, http_get to the internal hosts the settings open, shell to
+the sandbox of the session's channel, the workspace write lock around every tool, and the
+profile of a sub-agent (its disabled tools, same policy and approval rules as its parent).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from agent.messages import Message
 from agent.prompts import system_prompt
 from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_roots
 from agent.tools.base import Tool
-from agent.tools.builtin import HttpGet, builtin_tools
+from agent.tools.builtin import HttpGet, Shell, builtin_tools
 from agent.tools.builtin.http_policy import HttpGetPolicy
 from agent.tools.overlay import ToolOverlay
 from agent.tools.policy import AskForApproval
@@ -32,6 +32,7 @@ from jobs.delegation.launcher import RedisLauncher
 from jobs.delegation.write_lock import RedisWriteLock
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.sandbox import shell_sandbox
 
 DELEGATION_TOOLS = ("Agent", "AgentSwarm")
 
@@ -104,6 +105,7 @@ def turn_tools(
         "Agent": AgentTool(binding),
         "AgentSwarm": AgentSwarmTool(binding),
         "http_get": http_get_tool(settings.HTTP_GET_ALLOW_HOSTS),
+        "shell": Shell(sandbox=shell_sandbox(settings, store.key.channel)),
     }
     hidden = set(profile.disabled_tools)
     if not catalog.for_model():

@@ -4,6 +4,10 @@ A channel can be pointed at a codebase (CHANNEL_REPOS): the workspace of each ne
 that channel starts as a clone of the repository. Its URL may carry a token (userinfo or a
 query string), and a failed clone is reported in the thread: every URL shown there or in the
 log, git's own stderr included, goes through `agent.redaction` first.
+
+When the worker runs as root, shell commands run as the sandbox's unprivileged uid
+(SHELL_SANDBOX_UID), so the workspace, and everything in it, belongs to that uid; the file
+tools keep new files with the workspace's owner (agent/tools/workspace.py).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import subprocess
 from pathlib import Path
 
 from agent.redaction import redact_text, redact_url
+from agent.tools.sandbox import sandbox_user
 from jobs.keys import SessionKey
 from jobs.settings import Settings
+from jobs.turn.sandbox import shell_sandbox
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +40,27 @@ def workspace_path(settings: Settings, key: SessionKey) -> Path:
 def ensure_workspace(settings: Settings, key: SessionKey) -> Path:
     path = workspace_path(settings, key)
     repository = settings.CHANNEL_REPOS.get(key.channel)
-    if path.exists():
-        return path
-    if repository is None:
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    _clone(repository, path)
+    if not path.exists():
+        if repository is None:
+            path.mkdir(parents=True, exist_ok=True)
+        else:
+            _clone(repository, path)
+    owner = sandbox_user(shell_sandbox(settings))
+    if owner is not None:
+        hand_over(path, owner)
     return path
+
+
+def hand_over(path: Path, owner: tuple[int, int]) -> None:
+    """Make `path` and everything under it belong to `owner` (a new workspace, a fresh clone, or
+    one created before the sandbox was on); a workspace it already owns is left alone."""
+    if path.stat().st_uid == owner[0]:
+        return
+    for directory, subdirectories, files in os.walk(path):
+        for name in [*subdirectories, *files]:
+            os.chown(os.path.join(directory, name), *owner, follow_symlinks=False)
+    os.chown(path, *owner)
+    log.info("handed %s over to uid %d for the shell sandbox", path, owner[0])
 
 
 def _clone(repository: str, path: Path) -> None:

@@ -14,6 +14,7 @@ from jobs.session.state import state_of
 from jobs.session.store import SessionStore
 from tests.e2e.sessions import response_url
 from tests.polling import wait_for
+from tests.sandboxing import host_pids, sleep_marker, workspace_of
 from tests.slack_events import block_action, mention, message
 from tests.thread_view import bot_messages, buttons, responses, shown, thread_texts
 from tests.unattended import UNATTENDED
@@ -58,21 +59,14 @@ def state(redis, key: SessionKey) -> str:
     return state_of(SessionStore(redis, key))
 
 
-def alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def test_a_follow_up_steers_the_running_turn(make_stack, fake_slack, fake_llm: FakeLLM, redis, tmp_path):
     stack = make_stack(workers=2)  # one runs the turn, the other delivers its card meanwhile
-    gate = tmp_path / "go"
     fake_llm.script(
-        calls(("c1", "shell", {"command": f"while [ ! -e {gate} ]; do sleep 0.05; done; echo built"})),
+        calls(("c1", "shell", {"command": "while [ ! -e go ]; do sleep 0.05; done; echo built"})),
         text("built, and lint is clean too"),
     )
     key = start(stack, fake_slack, "build it")
+    gate = workspace_of(tmp_path, key) / "go"
     card = card_with(fake_slack, key, "Stop")
     assert "`shell`" in shown(card) and "running" in shown(card)
 
@@ -94,17 +88,16 @@ def test_a_follow_up_steers_the_running_turn(make_stack, fake_slack, fake_llm: F
 
 def test_the_stop_button_stops_a_running_shell_turn(make_stack, fake_slack, fake_llm, redis, tmp_path):
     stack = make_stack(workers=2)
-    pid_file = tmp_path / "pid"
-    fake_llm.script(calls(("c1", "shell", {"command": f"echo $$ > {pid_file}; sleep 60", "timeout": 120})))
+    sleep = sleep_marker()
+    fake_llm.script(calls(("c1", "shell", {"command": f"sleep {sleep}", "timeout": 120})))
     key = start(stack, fake_slack, "long build")
     card = card_with(fake_slack, key, "Stop")
-    wait_for(pid_file.exists, what="the shell to start")
-    pid = int(pid_file.read_text())
+    wait_for(lambda: host_pids(sleep), what="the shell to start")
 
     assert click(stack, fake_slack, card, "Stop", user="W333").startswith("Only <@W222>")
     assert click(stack, fake_slack, card, "Stop").startswith("Stopping the running turn")
     wait_for(lambda: state(redis, key) == "cancelled", what="the turn to stop")
-    wait_for(lambda: not alive(pid), timeout=5, what="the shell to be gone")
+    wait_for(lambda: not host_pids(sleep), timeout=5, what="the shell to be gone")
     stopped = card_with(fake_slack, key, "Resume")
     assert shown(stopped).endswith("Stopped by <@W222>. `!resume` continues.")
     wait_for(lambda: "Stopped" in shown(fake_slack.thread("C111", key.thread_ts)[1]), what="the final card")
@@ -115,11 +108,11 @@ def test_the_stop_button_stops_a_running_shell_turn(make_stack, fake_slack, fake
 
 def test_an_approval_click_runs_the_parked_shell_call(make_stack, fake_slack, fake_llm, redis, tmp_path):
     stack = make_stack(APPROVAL_WAIVED_TOOLS="", workers=2)
-    marker = tmp_path / "deployed"
-    fake_llm.script(calls(("c1", "shell", {"command": f"echo yes > {marker}"})), text("deployed"))
+    fake_llm.script(calls(("c1", "shell", {"command": "echo yes > deployed"})), text("deployed"))
     key = start(stack, fake_slack, "deploy")
+    marker = workspace_of(tmp_path, key) / "deployed"
     card = card_with(fake_slack, key, "Approve")
-    assert f"echo yes &gt; {marker}" in shown(card)
+    assert "echo yes &gt; deployed" in shown(card)
     wait_for(lambda: state(redis, key) == "awaiting_approval", what="the parked turn")
     assert not marker.exists()
 
@@ -138,9 +131,9 @@ def test_a_deny_click_gives_the_model_the_spec_denial_and_runs_nothing(
     make_stack, fake_slack, fake_llm, redis, tmp_path
 ):
     stack = make_stack(APPROVAL_WAIVED_TOOLS="")
-    marker = tmp_path / "dropped"
-    fake_llm.script(calls(("c1", "shell", {"command": f"touch {marker}"})), text("ok, I will not"))
+    fake_llm.script(calls(("c1", "shell", {"command": "touch dropped"})), text("ok, I will not"))
     key = start(stack, fake_slack, "drop the table")
+    marker = workspace_of(tmp_path, key) / "dropped"
     card = card_with(fake_slack, key, "Deny")
     assert click(stack, fake_slack, card, "Deny") == "Denied `shell`."
     wait_for(lambda: "ok, I will not" in thread_texts(fake_slack, "C111", key.thread_ts), what="the answer")
@@ -151,7 +144,7 @@ def test_a_deny_click_gives_the_model_the_spec_denial_and_runs_nothing(
 def test_a_crashed_tool_gets_an_unknown_result_notice_whose_buttons_work(
     tmp_path: Path, redis, redis_url, fake_slack, fake_llm
 ):
-    marker = tmp_path / "ran"
+    sleep = sleep_marker()
     stack = Stack(
         tmp_path,
         redis_url,
@@ -162,11 +155,12 @@ def test_a_crashed_tool_gets_an_unknown_result_notice_whose_buttons_work(
         JANITOR_INTERVAL_SECONDS="1",
     ).start(workers=2)
     try:
-        command = f"echo $$ >> {marker}; sleep 60"
+        command = f"echo ran >> ran; sleep {sleep}"
         fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 120})))
         key = start(stack, fake_slack, "deploy it")
-        wait_for(marker.exists, what="the command to start")
-        busy = next(n for n in ("worker0", "worker1") if _runs_the_shell(stack, n, marker))
+        marker = workspace_of(tmp_path, key) / "ran"
+        wait_for(lambda: host_pids(sleep), what="the command to start")
+        busy = next(n for n in ("worker0", "worker1") if _runs_the_shell(stack, n, sleep))
         stack.kill(busy)
 
         notice = wait_for(
@@ -179,7 +173,7 @@ def test_a_crashed_tool_gets_an_unknown_result_notice_whose_buttons_work(
         said = shown(notice)
         assert "`shell`" in said and "unknown" in said and "Nothing was re-run." in said
         inspected = _click_inspect(stack, fake_slack, notice)
-        assert "sleep 60" in inspected and "c1" in inspected
+        assert f"sleep {sleep}" in inspected and "c1" in inspected
 
         fake_llm.script(text("I could not confirm the deploy"))
         assert click(stack, fake_slack, notice, "Resume").startswith("Resumed")
@@ -189,17 +183,15 @@ def test_a_crashed_tool_gets_an_unknown_result_notice_whose_buttons_work(
         )
         assert len(marker.read_text().split()) == 1  # nothing was re-run
     finally:
-        for pid in marker.read_text().split() if marker.exists() else []:
-            if alive(int(pid)):
-                os.kill(int(pid), signal.SIGKILL)
+        for pid in host_pids(sleep):
+            os.kill(pid, signal.SIGKILL)
         stack.stop()
 
 
-def _runs_the_shell(stack: Stack, name: str, marker: Path) -> bool:
+def _runs_the_shell(stack: Stack, name: str, sleep: str) -> bool:
     from gateway.sandbox.stack import descendants
 
-    shell = int(marker.read_text().split()[0])
-    return shell in descendants(stack.processes[name].pid)
+    return bool(set(host_pids(sleep)) & set(descendants(stack.processes[name].pid)))
 
 
 def _click_inspect(stack: Stack, fake_slack: FakeSlack, notice: dict) -> str:

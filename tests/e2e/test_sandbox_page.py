@@ -11,11 +11,14 @@ import httpx
 import pytest
 
 from agent.testing import FakeLLM, calls, text
+from gateway.sandbox.events import TEAM_ID
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.page import PERSON, SandboxPage, slack_text
 from gateway.sandbox.run import git_checkout, sandbox_config
 from gateway.sandbox.stack import SIGNING_SECRET, Stack
+from jobs.keys import SessionKey
 from tests.polling import wait_for
+from tests.sandboxing import workspace_of
 from tests.thread_view import bot_messages, buttons, shown
 
 CHANNEL = "C0GENERAL"
@@ -53,8 +56,7 @@ def test_a_thread_reply_steers_the_session_and_a_click_approves(
 ):
     stack = make_stack(APPROVAL_WAIVED_TOOLS="", workers=2)
     sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
-    marker = tmp_path / "ran"
-    fake_llm.script(calls(("c1", "shell", {"command": f"touch {marker}"})), text("done it"), text("noted"))
+    fake_llm.script(calls(("c1", "shell", {"command": "touch ran"})), text("done it"), text("noted"))
     try:
         with httpx.Client(base_url=sandbox.url, timeout=15) as page:
             root = page.post("/api/say", json={"channel": CHANNEL, "text": "@agent touch it"}).json()["ts"]
@@ -67,7 +69,8 @@ def test_a_thread_reply_steers_the_session_and_a_click_approves(
             click = {"channel": CHANNEL, "message_ts": card["ts"], "action_id": "tl_approve"}
             assert page.post("/api/click", json=click).json() == {"ok": True, "statuses": [200]}
             wait_for(lambda: "done it" in _texts(fake_slack, root), what="the answer after approval")
-            assert marker.exists()
+            key = SessionKey(team=TEAM_ID, channel=CHANNEL, thread_ts=root)
+            assert (workspace_of(tmp_path, key) / "ran").exists()
             notes = page.get("/api/state").json()["ephemeral"]
             assert [n["text"] for n in notes] == ["Approved `shell`."] and notes[0]["thread_ts"] == root
 

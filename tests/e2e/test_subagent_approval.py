@@ -10,25 +10,26 @@ from jobs.session.notices import ApprovalRequestNotice
 from tests.e2e.agents import Agents, start_stack, state, tool_results, wait_for_answer
 from tests.e2e.turns import Session
 from tests.polling import wait_for
+from tests.sandboxing import workspace_of
 
 
 def test_a_sub_agents_shell_call_waits_for_a_person_in_the_root_thread(
     tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
 ):
-    marker = tmp_path / "deployed"
     agents = Agents()
     agents.add(
         "APPROVAL-ROOT",
         calls(("a1", "Agent", {"prompt": "DEPLOYER: deploy", "description": "deployer"})),
         text("root: deployed"),
     )
-    deploy = calls(("sh", "shell", {"command": f"touch {marker}; echo ok"}))
+    deploy = calls(("sh", "shell", {"command": "touch deployed; echo ok"}))
     agents.add("DEPLOYER", deploy, text("deploy ran"))
     fake_llm.default = agents
     asking = {"APPROVAL_WAIVED_TOOLS": ""}  # shell asks, as it declares
     stack = start_stack(tmp_path, redis_url, fake_slack.api_url, fake_llm, workers=1, **asking)
     try:
         session = Session(redis, fake_slack, "APPROVAL-ROOT")
+        marker = workspace_of(tmp_path, session.key) / "deployed"  # a sub-agent works in its root's workspace
         (request,) = wait_for(lambda: session.notices("approval_request"), timeout=30, what="the request")
         assert isinstance(request, ApprovalRequestNotice) and request.tool_name == "shell"
         assert request.details == f"touch {marker}; echo ok"  # the root's card shows the whole call

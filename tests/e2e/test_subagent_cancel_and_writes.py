@@ -14,19 +14,13 @@ from jobs.turn.workspace import workspace_path
 from tests.e2e.agents import Agents, start_stack, state, subagent_keys, wait_for_answer
 from tests.e2e.turns import Session
 from tests.polling import wait_for
-
-
-def alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
+from tests.sandboxing import host_pids, sleep_marker
 
 
 def test_cancelling_a_parent_stops_its_sub_agents_and_their_tools(
     tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
 ):
-    pid_file = tmp_path / "pid"
+    sleep = sleep_marker()
     never = threading.Event()  # the second sub-agent's model call is answered only after the test
     agents = Agents()
     agents.add(
@@ -37,20 +31,20 @@ def test_cancelling_a_parent_stops_its_sub_agents_and_their_tools(
         ),
         text("parent: this must never be asked for"),
     )
-    command = f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; sleep 60"
+    command = f"sleep {sleep}"
     agents.add("LONG-ONE", calls(("sh", "shell", {"command": command, "timeout": 120})), text("built"))
     agents.add("LONG-TWO", Reply(text="thought", gate=never))
     fake_llm.default = agents
     stack = start_stack(tmp_path, redis_url, fake_slack.api_url, fake_llm, workers=3)
     try:
         session = Session(redis, fake_slack, "CANCEL-PARENT")
-        wait_for(lambda: pid_file.exists() and agents.of("LONG-TWO"), timeout=30, what="both sub-agents")
+        wait_for(lambda: host_pids(sleep) and agents.of("LONG-TWO"), timeout=30, what="both sub-agents")
         assert session.state() == "awaiting_agents"
         assert cancel(redis, session.key, by="W222").ok
 
         children = subagent_keys(redis, session.key)
         wait_for(lambda: [state(redis, k) for k in children] == ["cancelled"] * 2, what="both children")
-        wait_for(lambda: not alive(int(pid_file.read_text())), timeout=5, what="the command to die")
+        wait_for(lambda: not host_pids(sleep), timeout=5, what="the command to die")
         assert session.state() == "cancelled"
         wait_for(lambda: any(t.startswith("Stopped by <@W222>") for t in session.bot_texts()), what="notice")
         closed = {m.tool_call_id: m.text() for m in session.history() if m.role == "tool"}

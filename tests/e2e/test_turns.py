@@ -14,6 +14,7 @@ from jobs.control import cancel, resume
 from jobs.janitor import sweep
 from tests.e2e.turns import Session
 from tests.polling import wait_for
+from tests.sandboxing import host_pids, sleep_marker, workspace_of
 from tests.unattended import UNATTENDED
 
 
@@ -41,12 +42,9 @@ def test_a_turn_with_three_tool_steps(stack: Stack, redis, fake_slack, fake_llm:
 def test_a_steer_lands_after_the_running_tool_results(
     stack: Stack, redis, fake_slack, fake_llm: FakeLLM, tmp_path
 ):
-    started = tmp_path / "started"
-    fake_llm.script(
-        calls(("c1", "shell", {"command": f"touch {started}; sleep 1; echo finished"})), text("ok")
-    )
+    fake_llm.script(calls(("c1", "shell", {"command": "touch started; sleep 1; echo finished"})), text("ok"))
     session = Session(redis, fake_slack, "run the slow thing")
-    wait_for(started.exists, what="the tool to start")
+    wait_for((workspace_of(tmp_path, session.key) / "started").exists, what="the tool to start")
     assert session.say("also check the logs") == "inbox"
     wait_for(lambda: len(fake_llm.accepted()) == 2, what="the next model request")
     messages = fake_llm.accepted()[1]["messages"]
@@ -86,15 +84,14 @@ def test_two_inputs_together_run_one_turn_at_a_time(
 def test_cancel_during_a_long_shell_kills_it_and_stops_the_turn(
     stack: Stack, redis, fake_slack, fake_llm, tmp_path
 ):
-    pid_file = tmp_path / "pid"
-    fake_llm.script(calls(("c1", "shell", {"command": f"echo $$ > {pid_file}; sleep 60", "timeout": 120})))
+    sleep = sleep_marker()
+    fake_llm.script(calls(("c1", "shell", {"command": f"sleep {sleep}", "timeout": 120})))
     session = Session(redis, fake_slack, "long build")
-    wait_for(pid_file.exists, what="the shell to start")
+    wait_for(lambda: host_pids(sleep), what="the shell to start")
     result = cancel(redis, session.key, by="W222")
     assert result.ok
     wait_for(lambda: session.state() == "cancelled", what="the turn to stop")
-    pid = int(pid_file.read_text())
-    wait_for(lambda: not _alive(pid), timeout=5, what="the shell process to be gone")
+    wait_for(lambda: not host_pids(sleep), timeout=5, what="the shell process to be gone")
     assert len(fake_llm.requests) == 1
     wait_for(lambda: any(t.startswith("Stopped by <@W222>") for t in session.bot_texts()), what="the notice")
     results = [r for r in session.wire() if r.get("event", {}).get("type") == "tool.result"]
@@ -104,8 +101,8 @@ def test_cancel_during_a_long_shell_kills_it_and_stops_the_turn(
 def test_worker_killed_during_a_tool_then_resumed(
     tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
 ):
-    marker = tmp_path / "ran"
-    command = f"echo $$ >> {marker}; sleep 60"
+    sleep = sleep_marker()
+    command = f"echo ran >> ran; sleep {sleep}"
     stack = Stack(
         tmp_path,
         redis_url,
@@ -118,12 +115,13 @@ def test_worker_killed_during_a_tool_then_resumed(
     try:
         fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 120})))
         session = Session(redis, fake_slack, "deploy it")
+        marker = workspace_of(tmp_path, session.key) / "ran"
         wait_for(marker.exists, what="the command to start")
         stack.kill("worker0")
         wait_for(lambda: sweep(redis) or session.state() == "interrupted", timeout=40, what="the janitor")
         unknown = session.notices("unknown_result")
         assert [(n.tool_call_id, n.tool_name) for n in unknown] == [("c1", "shell")]
-        assert unknown[0].summary.startswith("command: echo $$ >>")
+        assert unknown[0].summary.startswith("command: echo ran >>")
 
         stack.spawn("worker1", [THREADLINE, "worker"])
         fake_llm.script(text("I could not confirm the deploy; it may or may not have run."))
@@ -134,9 +132,8 @@ def test_worker_killed_during_a_tool_then_resumed(
         assert len(marker.read_text().split()) == 1  # the command ran once
         assert len(session.notices("unknown_result")) == 1
     finally:
-        for pid in marker.read_text().split() if marker.exists() else []:
-            if _alive(int(pid)):
-                os.kill(int(pid), signal.SIGKILL)
+        for pid in host_pids(sleep):
+            os.kill(pid, signal.SIGKILL)
         stack.stop()
 
 
@@ -165,14 +162,6 @@ def test_a_turn_that_hits_its_time_limit_says_so(
         stack.stop()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "State:\tZ" not in status
-
-
 def test_the_forking_worker_class_runs_turns_too(
     tmp_path: Path, redis, redis_url, fake_slack, fake_llm: FakeLLM
 ):
@@ -183,6 +172,7 @@ def test_the_forking_worker_class_runs_turns_too(
         fake_llm.base_url,
         **UNATTENDED,
         THREADLINE_WORKER_CLASS="fork",
+        SHELL_SANDBOX="off",  # a sandboxed command's parent is its sandbox's init, not the work horse
     ).start()
     try:
         runner = tmp_path / "runner"

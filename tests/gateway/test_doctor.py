@@ -22,6 +22,7 @@ def test_everything_reachable_is_all_ok(
         ["ok", "slack"],
         ["ok", "model"],
         ["ok", "workspace"],
+        ["ok", "sandbox"],
     ]
 
 
@@ -34,7 +35,7 @@ def test_each_problem_gets_one_line_with_its_fix(tmp_path: Path, fake_slack: Fak
     )  # fmt: skip
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 1
-    assert len(lines) == 4 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
+    assert len(lines) == 5 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
     assert "invalid_auth" in lines[1]
 
 
@@ -92,3 +93,18 @@ def test_failures_quote_neither_passwords_nor_slack_bodies(tmp_path: Path, fake_
     assert "auth.test answered invalid_auth" in lines[1]
     assert lines[2].startswith("FAIL model      http://127.0.0.1:9/v1?api_key=***: ConnectError")
     assert not [line for line in lines if SECRET in line]
+
+
+def test_the_sandbox_line_says_which_mode_is_in_force(tmp_path: Path):
+    def sandbox_line(**settings: str) -> str:
+        lines: list[str] = []
+        run_doctor(Settings.load(AGENT_WORKDIR=tmp_path / "ws", **settings), lines.append)
+        return lines[-1]
+
+    on = sandbox_line(SHELL_NETWORK_CHANNELS="C2,C1")
+    assert on.startswith("ok   sandbox    bubblewrap ") and "network for C1, C2 only" in on
+    off = sandbox_line(SHELL_SANDBOX="off")
+    assert off.startswith("ok   sandbox    SHELL_SANDBOX=off: shell runs UNSANDBOXED")
+    missing = sandbox_line(SHELL_BWRAP=str(tmp_path / "no-bwrap"))
+    assert missing.startswith("FAIL sandbox    shell is refused: bubblewrap is not installed")
+    assert "-- fix: install bubblewrap" in missing and "SHELL_SANDBOX=off (unsafe" in missing

@@ -1,10 +1,12 @@
-"""shell: run a command in the session workspace, in its own process group.
+"""shell: run a command in the session workspace, inside the OS sandbox (agent/tools/sandbox).
 
-The command runs under `bash -c` in a new session (its own process group), so a timeout or
-a cancel can kill everything it started: SIGTERM to the group, then SIGKILL after a short
-grace. Background children that outlive the command are killed too when it exits, so they
-cannot hold the output pipes open. The environment is reduced to a few harmless variables:
-the worker's secrets (Slack and model tokens) must not reach model-written commands.
+The command runs under `bash -c` in bubblewrap: its own namespaces, the workspace as the only
+writable path, no network unless the caller allows it, rlimits. When it ends, times out or is
+cancelled, nothing it started survives: bwrap's PID namespace dies with it. A timeout or a
+cancel sends SIGTERM to every process in the sandbox, then SIGKILL to bwrap after a short
+grace, which takes the whole namespace down. When the sandbox cannot be set up, the tool is
+unavailable with the operator's fix; only an explicit `SandboxConfig(enabled=False)` runs the
+command bare, in its own process group, with the same TERM-then-KILL of the group.
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from agent.tools.base import Tool, ToolContext, ToolResult
+from agent.tools.base import Tool, ToolContext, ToolResult, error_result
 from agent.tools.builtin.common import Params
 from agent.tools.defaults import (
     SHELL_DEFAULT_TIMEOUT_S,
@@ -28,6 +29,16 @@ from agent.tools.defaults import (
     SHELL_KILL_GRACE_S,
     SHELL_MAX_TIMEOUT_S,
     SHELL_STREAM_MAX_BYTES,
+)
+from agent.tools.sandbox import (
+    FIX,
+    REACH_FIX,
+    Launch,
+    SandboxConfig,
+    launch,
+    processes_inside,
+    sandbox_problem,
+    workspace_problem,
 )
 
 PASSED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME")
@@ -95,6 +106,7 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 class Running:
     process: asyncio.subprocess.Process
     exited: asyncio.Event
+    sandboxed: bool = False
 
     @property
     def pid(self) -> int:
@@ -108,27 +120,44 @@ class Running:
         return True
 
 
-async def spawn(command: str, cwd: Path, environment: Mapping[str, str]) -> Running:
+async def spawn(started: Launch) -> Running:
     loop = asyncio.get_running_loop()
     protocol = _ExitAwareProtocol(limit=READ_CHUNK_BYTES, loop=loop)
+    uid, gid = started.user if started.user is not None else (None, None)
     transport, _ = await loop.subprocess_exec(
         lambda: protocol,
-        "bash",
-        "-c",
-        command,
-        cwd=cwd,
-        env=dict(environment),
+        *started.argv,
+        cwd=started.cwd,
+        env=started.environment,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, so killpg reaches everything it starts
+        user=uid,  # switched to (uid, gid, no groups) in the child, before exec
+        group=gid,
+        extra_groups=[] if started.user is not None else None,
     )
-    return Running(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
+    process = asyncio.subprocess.Process(transport, protocol, loop)
+    return Running(process, protocol.exited, started.sandboxed)
+
+
+def terminate(running: Running) -> None:
+    """SIGTERM what the command started: the group, or (sandboxed) every process in the sandbox."""
+    if not running.sandboxed:
+        kill_group(running.pid, signal.SIGTERM)
+        return
+    for pid in processes_inside(running.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
 
 
 async def stop_group(running: Running) -> None:
-    """SIGTERM the whole group, SIGKILL it after the grace; returns once the shell has exited."""
-    kill_group(running.pid, signal.SIGTERM)
+    """SIGTERM, SIGKILL after the grace; returns once the shell (or bwrap) has exited.
+
+    SIGKILL goes to the group: bash and its group, or bwrap and its init, whose death kills
+    every process left in the sandbox's PID namespace.
+    """
+    terminate(running)
     if not await running.wait_exit(SHELL_KILL_GRACE_S):
         kill_group(running.pid, signal.SIGKILL)
         await running.exited.wait()
@@ -153,11 +182,11 @@ class Outcome:
     timed_out: bool = False
 
 
-def render(outcome: Outcome, timeout: int) -> ToolResult:
+def render(outcome: Outcome, timeout: int, note: str | None = None) -> ToolResult:
     if outcome.timed_out:
         head = f"Command timed out after {timeout} seconds and was killed, with everything it started."
     else:
-        head = f"exit_code: {outcome.exit_code}"
+        head = f"exit_code: {outcome.exit_code}" + (f" ({note})" if note else "")
     sections = [head, "stdout:", outcome.stdout.render("stdout") or "(empty)"]
     sections += ["stderr:", outcome.stderr.render("stderr") or "(empty)"]
     return ToolResult("\n".join(sections), is_error=outcome.timed_out or outcome.exit_code != 0)
@@ -168,22 +197,38 @@ class Shell(Tool[ShellParams]):
     description = (
         "Run a bash command in the session workspace and return its exit code, stdout and stderr "
         "(each bounded). The command is killed, with every process it started, when it times out or "
-        "the turn is cancelled; background processes do not outlive it. Not interactive: stdin is empty."
+        "the turn is cancelled; background processes do not outlive it. Not interactive: stdin is empty. "
+        "It runs in a sandbox: the workspace is the only writable path and the system (/usr) the only "
+        "other thing visible, HOME and /tmp are private and emptied after each command, the network is "
+        "usually off, and CPU time, memory, process count and file size are limited."
     )
     parameters = ShellParams
     requires_approval = True
 
-    def __init__(self, environment: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, environment: Mapping[str, str] | None = None, sandbox: SandboxConfig | None = None
+    ) -> None:
         self._environment = dict(environment) if environment is not None else safe_environment()
+        self.sandbox = sandbox if sandbox is not None else SandboxConfig()
+
+    def unavailable_reason(self) -> str | None:
+        problem = sandbox_problem(self.sandbox)
+        if problem is None:
+            return None
+        return f"shell is unavailable: its OS sandbox cannot run on this worker ({problem}). Fix: {FIX}."
 
     async def run(self, args: ShellParams, context: ToolContext) -> ToolResult:
-        running = await spawn(args.command, context.workspace, self._environment)
+        unreachable = workspace_problem(self.sandbox, context.workspace)
+        if unreachable is not None:
+            return error_result(f"shell is unavailable: {unreachable}. Fix: {REACH_FIX}.")
+        started = launch(self.sandbox, args.command, context.workspace, self._environment)
+        running = await spawn(started)
         try:
             outcome = await self._supervise(running, args.timeout)
         except BaseException:  # cancelled (or failed): nothing it started may survive
             await asyncio.shield(stop_group(running))
             raise
-        return render(outcome, args.timeout)
+        return render(outcome, args.timeout, limit_note(self.sandbox, outcome.exit_code))
 
     async def _supervise(self, running: Running, timeout: int) -> Outcome:
         process = running.process
@@ -205,6 +250,17 @@ class Shell(Tool[ShellParams]):
                 readers.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await readers
+
+
+def limit_note(sandbox: SandboxConfig, exit_code: int | None) -> str | None:
+    """Name the sandbox limit behind an exit by SIGXCPU or SIGXFSZ, so the model knows why."""
+    if not sandbox.enabled or exit_code is None:
+        return None
+    if exit_code == 128 + signal.SIGXCPU:
+        return f"killed by SIGXCPU: the sandbox's CPU time limit, {sandbox.limits.cpu_seconds} s per process"
+    if exit_code == 128 + signal.SIGXFSZ:
+        return f"killed by SIGXFSZ: the sandbox's file size limit, {sandbox.limits.file_size_mb} MiB"
+    return None
 
 
 async def _closed_within(readers: asyncio.Future[Any], seconds: float) -> bool:

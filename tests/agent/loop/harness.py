@@ -20,6 +20,7 @@ from agent.tools.executor import ToolExecutor
 from agent.tools.policy import AllowAll, PermissionPolicy
 from agent.tools.registry import default_registry, openai_tool_declarations
 from agent.wire import AppendMessage, record_to_json
+from tests.sandboxing import give_to_sandbox
 
 
 @dataclass
@@ -92,6 +93,7 @@ def run_turn(
 ) -> TurnOutcome:
     registry = default_registry()
     policy = policy or AllowAll()
+    give_to_sandbox(workspace)  # the shell runs sandboxed, as the sandbox's uid when we are root
 
     def executor(approver: Any) -> ToolExecutor:
         return ToolExecutor(

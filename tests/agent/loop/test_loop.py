@@ -13,6 +13,7 @@ from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools.policy import Approved, AskForApproval, Rejected
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 from tests.polling import wait_for
+from tests.sandboxing import host_pids, sleep_marker
 
 
 def tool_messages(request: dict) -> list[dict]:
@@ -98,19 +99,18 @@ def test_steer_after_the_answer_drives_one_more_step(fake_llm: FakeLLM, tmp_path
 def test_cancel_during_a_long_shell_kills_it_and_asks_the_model_nothing_more(
     fake_llm: FakeLLM, tmp_path: Path
 ):
-    marker = tmp_path / "pid"
-    fake_llm.script(calls(("c1", "shell", {"command": f"echo $$ > {marker}; sleep 30", "timeout": 60})))
+    sleep = sleep_marker()  # found on the host by its command line: `$$` is a pid of the sandbox
+    fake_llm.script(calls(("c1", "shell", {"command": f"sleep {sleep}", "timeout": 60})))
     sink = MemorySink()
     sink.append_user("long job")
 
     async def cancel_when_running(loop):
-        await asyncio.to_thread(wait_for, marker.exists, what="the shell to start")
+        await asyncio.to_thread(wait_for, lambda: host_pids(sleep), what="the shell to start")
         sink.cancel = True
 
     outcome = run_turn(sink, fake_llm.base_url, tmp_path, during=cancel_when_running)
     assert outcome.reason == "cancelled"
-    pid = int(marker.read_text())
-    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    wait_for(lambda: not host_pids(sleep), timeout=5, what="the command to be gone")
     assert len(fake_llm.requests) == 1
     result = next(r for r in sink.records if r.get("event", {}).get("type") == "tool.result")
     assert "The user manually interrupted" in result["event"]["result"]["output"]

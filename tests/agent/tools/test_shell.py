@@ -1,3 +1,8 @@
+"""shell with SHELL_SANDBOX=off: the command's process group is what a timeout or cancel kills.
+
+The sandboxed shell (the default) is tested in test_shell_sandbox.py and tests/e2e/test_shell_sandbox.py.
+"""
+
 import asyncio
 
 import pytest
@@ -6,6 +11,7 @@ from agent.tools import CancelSignal, texts
 from agent.tools.builtin import Shell
 from agent.tools.builtin.shell import safe_environment
 from agent.tools.defaults import ABORT_GRACE_MS
+from agent.tools.sandbox import UNSANDBOXED
 from tests.agent.tools.helpers import (
     DEADLINE_S,
     call,
@@ -21,7 +27,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def executor(tmp_path):
-    return executor_with(Shell(), workspace=tmp_path)
+    return executor_with(Shell(sandbox=UNSANDBOXED), workspace=tmp_path)
 
 
 async def shell(executor, command, **extra):
@@ -47,7 +53,7 @@ async def test_a_failing_command_is_an_error_with_its_exit_code(executor):
 
 async def test_the_worker_environment_does_not_leak(tmp_path, monkeypatch):
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-secret")
-    result = await shell(executor_with(Shell(), workspace=tmp_path), "env")
+    result = await shell(executor_with(Shell(sandbox=UNSANDBOXED), workspace=tmp_path), "env")
     assert "xoxb-secret" not in result.output
     assert "TERM=dumb" in result.output
     assert "SLACK_BOT_TOKEN" not in safe_environment()

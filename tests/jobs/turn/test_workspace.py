@@ -1,4 +1,5 @@
 import http.server
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -83,3 +84,25 @@ def test_a_failed_clone_names_the_repository_without_its_token(
     assert "not found" in message  # git's own words are kept, with the URL it repeats redacted
     assert secret not in message
     assert raised.value.__cause__ is None and raised.value.__context__ is None
+
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker hands workspaces over")
+
+
+@ROOT_ONLY
+def test_a_root_worker_hands_new_cloned_and_older_workspaces_to_the_sandbox_uid(tmp_path: Path):
+    settings = Settings.load(AGENT_WORKDIR=tmp_path / "ws", SHELL_SANDBOX_UID=4321)
+    older = workspace_path(settings, KEY)
+    (older / "src").mkdir(parents=True)  # made before the sandbox was on: root's
+    (older / "src" / "app.py").write_text("print(1)\n")
+    path = ensure_workspace(settings, KEY)
+    owners = {(p.stat().st_uid, p.stat().st_gid) for p in [path, *path.rglob("*")]}
+    assert owners == {(4321, 4321)}
+    fresh = ensure_workspace(settings, KEY.model_copy(update={"thread_ts": "1700000000.000200"}))
+    assert (fresh.stat().st_uid, fresh.stat().st_gid) == (4321, 4321)
+
+
+@ROOT_ONLY
+def test_with_the_sandbox_off_workspaces_keep_the_workers_owner(tmp_path: Path):
+    settings = Settings.load(AGENT_WORKDIR=tmp_path / "ws", SHELL_SANDBOX="off")
+    assert ensure_workspace(settings, KEY).stat().st_uid == 0

@@ -1,0 +1,33 @@
+"""The processes of a running sandbox, found from the host through /proc.
+
+Inside its PID namespace every process descends from bwrap's init (pid 1 inside), which is the
+child of the bwrap process we started: even a `setsid` or double-forked process is re-parented
+to that init, never out of the tree. Signalling the init itself would tear the namespace down
+at once (SIGKILL to all), so a graceful stop signals everything below it instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+
+def processes_inside(bwrap_pid: int) -> list[int]:
+    """Host pids of every process in the sandbox `bwrap_pid` runs, except its init."""
+    children = _children_by_parent()
+    found: list[int] = []
+    todo = list(children.get(bwrap_pid, []))  # the init
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(stat.parent.name))
+    return children

@@ -1,0 +1,30 @@
+"""The shell sandbox of a turn, from the settings: on or off, its uid, limits, and network.
+
+Network is per channel (SHELL_NETWORK_CHANNELS): a sub-agent's session key keeps its root's
+channel, so a sub-agent gets exactly the network its thread's channel has.
+"""
+
+from __future__ import annotations
+
+from agent.tools.sandbox import SandboxConfig, SandboxLimits
+from jobs.settings import Settings
+
+
+def shell_sandbox(settings: Settings, channel: str | None = None) -> SandboxConfig:
+    """The sandbox for shell commands of a session in `channel` (None: no channel, no network)."""
+    return SandboxConfig(
+        enabled=settings.SHELL_SANDBOX == "on",
+        bwrap=settings.SHELL_BWRAP,
+        uid=settings.SHELL_SANDBOX_UID,
+        network=channel is not None and channel in network_channels(settings),
+        limits=SandboxLimits(
+            cpu_seconds=settings.SHELL_CPU_SECONDS,
+            memory_mb=settings.SHELL_MEMORY_MB,
+            processes=settings.SHELL_MAX_PROCESSES,
+            file_size_mb=settings.SHELL_MAX_FILE_MB,
+        ),
+    )
+
+
+def network_channels(settings: Settings) -> frozenset[str]:
+    return frozenset(item.strip() for item in settings.SHELL_NETWORK_CHANNELS.split(",") if item.strip())
