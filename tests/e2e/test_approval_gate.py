@@ -26,6 +26,7 @@ from jobs.session.store import SessionStore
 from tests.e2e.sessions import open_session, response_url
 from tests.e2e.test_live_turns import DENIED, card_with, click, start, state, tool_results
 from tests.polling import wait_for
+from tests.sandboxing import workspace_of
 from tests.slack_events import block_action
 from tests.thread_view import buttons, responses, shown
 
@@ -76,12 +77,12 @@ def test_an_empty_approval_tools_still_asks_before_shell_runs(
     make_stack, fake_slack, fake_llm, redis, tmp_path
 ):
     stack = make_stack(**ASKING)
-    marker = tmp_path / "ran"
-    fake_llm.script(calls(("c1", "shell", {"command": f"touch {marker}"})), text("done"))
+    fake_llm.script(calls(("c1", "shell", {"command": "touch ran"})), text("done"))
     key = start(stack, fake_slack, "touch it")
+    marker = workspace_of(tmp_path, key) / "ran"
     card = card_with(fake_slack, key, "Approve")
     wait_for(lambda: state(redis, key) == "awaiting_approval", what="the parked turn")
-    assert f"touch {marker}" in shown(card) and "`shell`" in shown(card)
+    assert "touch ran" in shown(card) and "`shell`" in shown(card)
     assert not marker.exists() and len(fake_llm.requests) == 1
 
 
@@ -138,13 +139,13 @@ def test_a_10000_character_command_shows_its_tail_on_the_card_before_it_can_run(
     make_stack, fake_slack, fake_llm, redis, tmp_path
 ):
     stack = make_stack(**ASKING, workers=2)
-    marker = tmp_path / "curled"
-    # `curl` is a function here: run, the tail only writes the marker.
-    head = f'curl() {{ echo "curl $*" >> {marker}; }}; : '
+    # `curl` is a function here: run, the tail only writes the marker in the workspace.
+    head = 'curl() { echo "curl $*" >> curled; }; : '
     command = head + "x" * (10_000 - len(head) - len(TAIL)) + TAIL
     assert len(command) == 10_000
     fake_llm.script(calls(("c1", "shell", {"command": command})), text("ran it"))
     key = start(stack, fake_slack, "run the long one")
+    marker = workspace_of(tmp_path, key) / "curled"
     card = card_with(fake_slack, key, "Approve")
     wait_for(lambda: state(redis, key) == "awaiting_approval", what="the parked turn")
     assert code_on(card) == command  # every character, the tail included, before anyone approves
@@ -160,11 +161,11 @@ def test_a_command_too_long_to_show_cannot_be_approved_and_never_runs(
     make_stack, fake_slack, fake_llm, redis, tmp_path
 ):
     stack = make_stack(**ASKING)
-    marker = tmp_path / "curled"
-    head = f'curl() {{ echo "curl $*" >> {marker}; }}; : '
+    head = 'curl() { echo "curl $*" >> curled; }; : '
     command = head + "x" * 30_000 + TAIL
     fake_llm.script(calls(("c1", "shell", {"command": command})), text("ok, I will not"))
     key = start(stack, fake_slack, "run the longer one")
+    marker = workspace_of(tmp_path, key) / "curled"
     card = card_with(fake_slack, key, "Deny")
     wait_for(lambda: state(redis, key) == "awaiting_approval", what="the parked turn")
     assert set(buttons(card)) == {"Deny"}
