@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import http.server
 import logging
-import threading
 from collections.abc import Iterator
 
 import pytest
 from slack_sdk.errors import SlackApiError
 
+from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
@@ -41,7 +40,7 @@ def test_a_plain_slack_error_is_still_branchable_by_code(fake_slack: FakeSlack):
     assert str(raised.value) == "Slack chat.update failed: HTTP 200 (message_not_found)"
 
 
-class _ProxyErrorPage(http.server.BaseHTTPRequestHandler):
+class _ProxyErrorPage(QuietHandler):
     def do_POST(self) -> None:
         page = f"<html><body>502 from the proxy; upstream said {SECRET}</body></html>".encode()
         self.send_response(502)
@@ -50,17 +49,13 @@ class _ProxyErrorPage(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(page)
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def error_page_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ProxyErrorPage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/api/"
-    server.shutdown()
-    server.server_close()
+    server = LocalServer(_ProxyErrorPage, "proxy-error-page")
+    server.start()
+    yield "http://{}:{}/api/".format(*server.address)
+    server.stop()
 
 
 def test_an_answer_that_is_not_json_is_neither_logged_nor_raised_whole(error_page_url: str, caplog):

@@ -1,12 +1,11 @@
-import http.server
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agent.testing import LocalServer, QuietHandler
 from jobs.keys import SessionKey
 from jobs.settings import Settings
 from jobs.turn.workspace import WorkspaceError, ensure_workspace, workspace_path
@@ -43,24 +42,20 @@ def test_a_repository_that_cannot_be_cloned_is_a_clear_error(tmp_path: Path):
     assert not workspace_path(settings, KEY).exists()  # no half workspace left behind
 
 
-class _NoSuchRepository(http.server.BaseHTTPRequestHandler):
+class _NoSuchRepository(QuietHandler):
     def do_GET(self) -> None:
         self.send_response(404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def git_server() -> Iterator[str]:
     """A local HTTP server on which every repository is missing (git then repeats the URL)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoSuchRepository)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = LocalServer(_NoSuchRepository, "no-such-repository")
+    server.start()
+    yield "{}:{}".format(*server.address)
+    server.stop()
 
 
 @pytest.mark.parametrize(
