@@ -84,21 +84,14 @@ class ProgressReporter:
         self._update(tools=tools)
 
     def _compaction_finished(self, event: CompactionFinished) -> None:
-        if event.outcome == "done":
+        if event.outcome in ("done", "pruned"):
+            done = event.outcome == "done"
             notice = CompactionNotice(
                 turn_id=self.card.turn_id,
-                state="done",
-                compacted=event.compacted,
-                tokens_before=event.tokens_before,
-                tokens_after=event.tokens_after,
+                state=event.outcome,
+                compacted=event.compacted if done else None,
+                pruned=None if done else event.pruned,
                 dropped=event.dropped or None,
-            )
-            self._notice(notice)
-        elif event.outcome == "pruned":
-            notice = CompactionNotice(
-                turn_id=self.card.turn_id,
-                state="pruned",
-                pruned=event.pruned,
                 tokens_before=event.tokens_before,
                 tokens_after=event.tokens_after,
             )
