@@ -27,7 +27,7 @@ from agent.tools.sandbox import (
 )
 from gateway.slack_client import web_client
 from jobs.settings import Settings
-from jobs.turn.sandbox import network_channels, shell_sandbox
+from jobs.turn.sandbox import shell_sandbox
 
 CHECK_TIMEOUT_S = 5
 
@@ -139,7 +139,7 @@ def check_sandbox(settings: Settings) -> Check:
         return Check(False, "sandbox", f"shell is refused: {unreachable}", REACH_FIX)
     user = sandbox_user(config)
     who = f"uid {user[0]}" if user is not None else "the worker's uid"
-    channels = network_channels(settings)
+    channels = settings.network_channels
     network = f"network for {', '.join(sorted(channels))} only" if channels else "no network"
     return Check(True, "sandbox", f"{bwrap_version(config)}: shell runs sandboxed as {who}, {network}")
 

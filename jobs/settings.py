@@ -155,6 +155,10 @@ class Settings(BaseSettings):
         return _id_set(self.APPROVAL_TOOLS)
 
     @property
+    def network_channels(self) -> frozenset[str]:
+        return _id_set(self.SHELL_NETWORK_CHANNELS)
+
+    @property
     def approval_waived_tools(self) -> frozenset[str]:
         return _id_set(self.APPROVAL_WAIVED_TOOLS)
 

@@ -16,7 +16,7 @@ def shell_sandbox(settings: Settings, channel: str | None = None) -> SandboxConf
         enabled=settings.SHELL_SANDBOX == "on",
         bwrap=settings.SHELL_BWRAP,
         uid=settings.SHELL_SANDBOX_UID,
-        network=channel is not None and channel in network_channels(settings),
+        network=channel is not None and channel in settings.network_channels,
         limits=SandboxLimits(
             cpu_seconds=settings.SHELL_CPU_SECONDS,
             memory_mb=settings.SHELL_MEMORY_MB,
@@ -24,7 +24,3 @@ def shell_sandbox(settings: Settings, channel: str | None = None) -> SandboxConf
             file_size_mb=settings.SHELL_MAX_FILE_MB,
         ),
     )
-
-
-def network_channels(settings: Settings) -> frozenset[str]:
-    return frozenset(item.strip() for item in settings.SHELL_NETWORK_CHANNELS.split(",") if item.strip())
