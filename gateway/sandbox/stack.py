@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from agent.tools.sandbox import descendants
 from gateway.sandbox.fake_slack import APP_TOKEN
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
@@ -134,21 +135,6 @@ class Stack:
         self.client.close()
         for process in self.processes.values():
             _terminate(process)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, children first found last (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

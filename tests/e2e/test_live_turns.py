@@ -189,7 +189,7 @@ def test_a_crashed_tool_gets_an_unknown_result_notice_whose_buttons_work(
 
 
 def _runs_the_shell(stack: Stack, name: str, sleep: str) -> bool:
-    from gateway.sandbox.stack import descendants
+    from agent.tools.sandbox import descendants
 
     return bool(set(host_pids(sleep)) & set(descendants(stack.processes[name].pid)))
 

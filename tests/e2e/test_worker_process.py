@@ -9,7 +9,8 @@ from pathlib import Path
 
 from redis import Redis
 
-from gateway.sandbox.stack import THREADLINE, Stack, descendants
+from agent.tools.sandbox import descendants
+from gateway.sandbox.stack import THREADLINE, Stack
 from tests.polling import wait_for
 
 

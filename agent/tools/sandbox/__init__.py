@@ -17,7 +17,7 @@ from __future__ import annotations
 from agent.tools.sandbox._bwrap import Launch, launch
 from agent.tools.sandbox._config import UNSANDBOXED, SandboxConfig, SandboxLimits, sandbox_user
 from agent.tools.sandbox._probe import FIX, REACH_FIX, bwrap_version, sandbox_problem, workspace_problem
-from agent.tools.sandbox._processes import processes_inside
+from agent.tools.sandbox._processes import descendants, processes_inside
 
 __all__ = [
     "FIX",
@@ -27,6 +27,7 @@ __all__ = [
     "SandboxConfig",
     "SandboxLimits",
     "bwrap_version",
+    "descendants",
     "launch",
     "processes_inside",
     "sandbox_problem",

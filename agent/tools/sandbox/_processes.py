@@ -15,8 +15,17 @@ from pathlib import Path
 def processes_inside(bwrap_pid: int) -> list[int]:
     """Host pids of every process in the sandbox `bwrap_pid` runs, except its init."""
     children = _children_by_parent()
+    return [pid for init in children.get(bwrap_pid, []) for pid in _below(init, children)]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` on this host (read from /proc), in the order they are found."""
+    return _below(pid, _children_by_parent())
+
+
+def _below(pid: int, children: dict[int, list[int]]) -> list[int]:
     found: list[int] = []
-    todo = list(children.get(bwrap_pid, []))  # the init
+    todo = [pid]
     while todo:
         for child in children.get(todo.pop(), []):
             found.append(child)
