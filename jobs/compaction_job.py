@@ -51,13 +51,20 @@ def run_manual_compaction(session_key: str, by: str) -> str:
         _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
         return "busy"
     with lease:
-        if state_of(store) in PARKED_STATES:  # parked after this job was queued: its step is open
-            _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
-            return "busy"
-        outcome = asyncio.run(compact(store, settings, runtime.build_model(settings), by))
-        if not lease.release_if_idle():
-            schedule_turn(redis, key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+        try:
+            outcome = _compact_unless_parked(store, settings, by)
+        finally:
+            moved = lease.hand_back()
+    if moved and state_of(store) not in PARKED_STATES:
+        schedule_turn(redis, key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
     return outcome
+
+
+def _compact_unless_parked(store: SessionStore, settings: Settings, by: str) -> str:
+    if state_of(store) in PARKED_STATES:  # parked after this job was queued: its step is open
+        _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
+        return "busy"
+    return asyncio.run(compact(store, settings, runtime.build_model(settings), by))
 
 
 async def compact(store: SessionStore, settings: Settings, model: ChatModel, by: str) -> str:

@@ -122,6 +122,12 @@ def turn_queued_key(key: SessionKey) -> str:
     return key.redis_key("queued")
 
 
+def turn_wanted_key(key: SessionKey) -> str:
+    """String: a turn job found the session leased; whoever holds the lease schedules a turn when
+    it gives the session back (jobs.session.lease)."""
+    return key.redis_key("wanted")
+
+
 def delivery_queued_key(key: SessionKey) -> str:
     """String: set while a delivery job is queued and not yet started (jobs.queues)."""
     return key.redis_key("delivery_queued")

@@ -3,8 +3,8 @@
 Recording input (jobs.input) puts what is said while a turn runs in the session's inbox, where
 it waits until the loop's next step takes it (`SessionStore.take_inbox`, the turn sink). Until
 then the person can still change their mind: an edit replaces the waiting text, a delete
-withdraws it. Both are one Lua script, atomic with the loop's `take_inbox`, so an input is
-either changed before the loop reads it or read as it was, never half of each.
+withdraws it. Each is one Lua script; `take_inbox` moves only the items it read, unchanged, so
+an input is either changed before the loop takes it or taken as it was, never half of each.
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@ from types import TracebackType
 
 from redis import Redis
 
-from jobs.keys import RUNNING_SESSIONS
+from jobs.keys import RUNNING_SESSIONS, turn_wanted_key
 from jobs.lua import lua
-from jobs.session.store import SessionStore
+from jobs.session.store import LeaseLost, SessionStore
+
+__all__ = ["Lease", "LeaseLost"]
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +33,16 @@ return 0
 """
 
 # Release only when no input is waiting, atomically: input pushed to the inbox after this
-# check goes to the wire log instead (see jobs/input.lua), so nothing falls between.
+# check goes to the wire log instead (see jobs/input.lua), so nothing falls between. Returns 2
+# when a turn job found the session leased meanwhile (its `wanted` word, taken here).
 _RELEASE_IF_IDLE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('LLEN', KEYS[2]) > 0 then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[3], ARGV[2])
-return 1
+return 1 + redis.call('DEL', KEYS[4])
 """
-
-
-class LeaseLost(RuntimeError):
-    """Another worker holds the session now; this turn must stop writing."""
+WANTED_TTL_S = 3600  # outlives any turn that holds the session; a stale word costs one idle job
 
 
 class Lease:
@@ -51,6 +51,7 @@ class Lease:
         self.token = token
         self.ttl_ms = ttl_ms
         self.lost = threading.Event()
+        self.turn_wanted = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -63,6 +64,19 @@ class Lease:
         redis.sadd(RUNNING_SESSIONS, str(store.key))
         return cls(store, token, ttl_ms)
 
+    @classmethod
+    def acquire_or_ask(cls, store: SessionStore, owner: str = "", ttl_ms: int = LEASE_TTL_MS) -> Lease | None:
+        """Take the lease for a turn. When another job holds it, leave word that a turn is
+        wanted, so the holder schedules one when it gives the session back; then try once
+        more, in case it gave the session back before it could see the word."""
+        lease = cls.acquire(store, owner, ttl_ms)
+        if lease is None:
+            store.redis.set(turn_wanted_key(store.key), "1", ex=WANTED_TTL_S)
+            lease = cls.acquire(store, owner, ttl_ms)
+        if lease is not None:
+            store.redis.delete(turn_wanted_key(store.key))  # this turn is the one wanted
+        return lease
+
     def renew(self) -> bool:
         renewed = lua(self.store.redis, _RENEW)(keys=[self.store.lease_key], args=[self.token, self.ttl_ms])
         if not renewed:
@@ -71,13 +85,25 @@ class Lease:
 
     def release_if_idle(self) -> bool:
         """Give the session up unless input is waiting in the inbox (then keep it and go on)."""
-        keys = [self.store.lease_key, self.store.inbox_key, RUNNING_SESSIONS]
-        outcome = lua(self.store.redis, _RELEASE_IF_IDLE)(keys=keys, args=[self.token, str(self.store.key)])
+        store = self.store
+        keys = [store.lease_key, store.inbox_key, RUNNING_SESSIONS, turn_wanted_key(store.key)]
+        outcome = lua(store.redis, _RELEASE_IF_IDLE)(keys=keys, args=[self.token, str(store.key)])
         if outcome == -1:
-            raise LeaseLost(str(self.store.key))
-        if outcome == 1:
+            raise LeaseLost(str(store.key))
+        if outcome > 0:
             self.stop_heartbeat()
-        return bool(outcome == 1)
+        self.turn_wanted = outcome == 2
+        return bool(outcome > 0)
+
+    def hand_back(self) -> bool:
+        """Give the session up. Input still waiting in the inbox is moved onto the wire first,
+        so it can start the next turn at once rather than wait for this lease to expire: True
+        when input was moved or a turn job found the session leased meanwhile (the caller
+        schedules that turn)."""
+        moved = False
+        while not self.release_if_idle():
+            moved = bool(self.store.take_inbox(self.token)) or moved
+        return moved or self.turn_wanted
 
     def start_heartbeat(self) -> Lease:
         self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)

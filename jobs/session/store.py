@@ -13,8 +13,11 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from agent.wire import record_to_json
+from agent.messages import Message
+from agent.wire import AppendMessage, record_to_json
 from jobs.keys import (
     NOTICE_FIELD,
     RECORD_FIELD,
@@ -41,12 +44,34 @@ redis.call('HSET', KEYS[2], ARGV[2], id)
 return id
 """
 
-# Take the whole inbox atomically, so no input is taken twice or dropped between LRANGE and DEL.
-_TAKE_INBOX = """
-local items = redis.call('LRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-return items
+# Inbox → wire in one step, for the inputs the caller read (ARGV: count, then per input its inbox
+# item as read, its wire record and its idempotency key). Refused (-2) when the inbox no longer
+# starts with those items: an edit or delete landed after the read, so the caller reads again.
+# Fenced by the lease (-1 when KEYS[4] does not hold ARGV[2]; no fence when ARGV[2] is empty).
+_TAKE_INBOX = f"""
+if ARGV[2] ~= '' and redis.call('GET', KEYS[4]) ~= ARGV[2] then return -1 end
+local count = tonumber(ARGV[1])
+for i = 1, count do
+  if redis.call('LINDEX', KEYS[1], i - 1) ~= ARGV[3 * i] then return -2 end
+end
+local ids = {{}}
+for i = 1, count do
+  local once = ARGV[3 * i + 2]
+  local id = redis.call('HGET', KEYS[3], once)
+  if not id then
+    id = redis.call('XADD', KEYS[2], '*', '{RECORD_FIELD}', ARGV[3 * i + 1])
+    redis.call('HSET', KEYS[3], once, id)
+  end
+  ids[i] = id
+end
+redis.call('LTRIM', KEYS[1], count, -1)
+return ids
 """
+TAKE_ATTEMPTS = 50  # each refusal means a person changed a waiting input in the last millisecond
+
+
+class LeaseLost(RuntimeError):
+    """Another worker holds the session now; this turn must stop writing."""
 
 
 def now_ms() -> int:
@@ -89,13 +114,38 @@ class SessionStore:
     def peek_inbox(self) -> list[UserInput]:
         return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
 
-    def trim_inbox(self, count: int) -> None:
-        """Drop the first `count` inputs (those just recorded on the wire)."""
-        self.redis.ltrim(self.inbox_key, count, -1)
+    def take_inbox(self, lease_token: str = "") -> list[tuple[Message, str]]:
+        """Move the waiting inputs onto the wire log, each once (keyed by its Slack ts), as they
+        are at that moment: an edit or delete that lands meanwhile makes the take read again.
+        Returns each input's message and record id. With `lease_token`, only while it holds
+        the lease (`LeaseLost` otherwise)."""
+        for _ in range(TAKE_ATTEMPTS):
+            items = self.redis.lrange(self.inbox_key, 0, -1)
+            if not items:
+                return []
+            inputs = [UserInput.model_validate_json(item) for item in items]
+            ids = self._take(items, inputs, lease_token)
+            if ids is not None:
+                return [(one.to_message(), entry_id) for one, entry_id in zip(inputs, ids, strict=True)]
+        raise RuntimeError(f"{self.key}: the inbox kept changing while it was taken")
 
-    def take_inbox(self) -> list[UserInput]:
-        items = lua(self.redis, _TAKE_INBOX)(keys=[self.inbox_key])
-        return [UserInput.model_validate_json(item) for item in items]
+    def _take(self, items: list[bytes | str], inputs: list[UserInput], lease_token: str) -> list[str] | None:
+        once_keys = [f"input:{one.ts}" for one in inputs]
+        args: list[str | bytes | int] = [len(items), lease_token]
+        for item, one, once in zip(items, inputs, once_keys, strict=True):
+            args += [item, encode_record(AppendMessage(message=one.to_message())), once]
+        keys = [self.inbox_key, self.wire_key, self._wire_index_key, self.lease_key]
+        try:
+            taken = lua(self.redis, _TAKE_INBOX)(keys=keys, args=args)
+        except (RedisConnectionError, RedisTimeoutError):
+            # The answer may be what was lost: the take wrote all of its keys or none of them.
+            known = [entry_id for entry_id in self.redis.hmget(self._wire_index_key, once_keys) if entry_id]
+            if len(known) < len(once_keys):
+                raise
+            return [text(entry_id) for entry_id in known]
+        if taken == -1:
+            raise LeaseLost(str(self.key))
+        return None if taken == -2 else [text(entry_id) for entry_id in taken]
 
     # -- outbox ------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from jobs.session.approvals import ApprovalStore
 from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
-from jobs.session.state import set_state
+from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.sink import RedisTurnSink
@@ -72,9 +72,9 @@ def run_turn(session_key: str) -> str:
     redis = runtime.redis_client()
     clear_turn_flag(redis, key)
     store = SessionStore(redis, key)
-    lease = Lease.acquire(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
+    lease = Lease.acquire_or_ask(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
     if lease is None:
-        return "busy: another turn holds the session and takes this input"
+        return "busy: the job holding the session schedules a turn when it gives it back"
     timeout = runtime.settings().TURN_TIMEOUT_SECONDS
     with lease:
         try:
@@ -84,12 +84,13 @@ def run_turn(session_key: str) -> str:
         except LeaseLost:
             log.error("turn of %s stopped: its lease was lost to another worker", key)
             return "lease lost"
-        if not lease.release_if_idle():
-            schedule_turn(redis, key, turn_timeout_s=timeout)
-        elif outcome == "awaiting_agents" and StepWaits(store).ready():
-            # The last answer came while this job still held the session: its continuation
-            # could not start then, so it is enqueued now.
-            schedule_turn(redis, key, turn_timeout_s=timeout)
+        moved = lease.hand_back()
+    if (moved and state_of(store) not in PARKED_STATES) or (
+        # The last answer came while this job still held the session: its continuation
+        # could not start then, so it is enqueued now.
+        outcome == "awaiting_agents" and StepWaits(store).ready()
+    ):
+        schedule_turn(redis, key, turn_timeout_s=timeout)
     return outcome
 
 
@@ -114,7 +115,8 @@ class TurnRunner:
         if cancel_requested_by(self.store.redis, self.store.key):
             return self._cancelled_before_start()
         if parked is None and not self._has_work(folder):
-            set_state(self.store, "idle")
+            if state_of(self.store) == "queued":  # a duplicate job leaves any other state as it is
+                set_state(self.store, "idle")
             return "idle: nothing to answer"
         try:
             workspace = ensure_workspace(self.settings, self.info.root if self.info else self.store.key)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from pydantic import BaseModel
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -11,7 +13,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
-from agent.wire import AppendMessage
 from jobs.keys import cancel_key
 from jobs.queues import schedule_delivery
 from jobs.session.approvals import Approval, ApprovalStore
@@ -22,6 +23,7 @@ from jobs.session.store import SessionStore
 from jobs.turn.summaries import full_arguments, short_arguments
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 APPEND_ATTEMPTS = 3  # an append whose answer was lost is retried with its key: written once either way
 APPEND_RETRY_S = 0.5
@@ -34,33 +36,26 @@ class RedisTurnSink:
         self.lease = lease
 
     def record(self, record: BaseModel, once_key: str) -> str:
+        return self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
+
+    def take_input(self) -> list[tuple[Message, str]]:
+        """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""
+        token = self.lease.token if self.lease is not None else ""
+        return self._retried(lambda: self.store.take_inbox(token), "the inbox")
+
+    def _retried(self, write: Callable[[], T], what: str) -> T:
+        """Run an idempotent write, again after a lost connection: written once either way."""
         if self.lease is not None and self.lease.lost.is_set():
             raise LeaseLost(f"{self.store.key}: another worker owns the session now")
         for attempt in range(1, APPEND_ATTEMPTS + 1):
             try:
-                return self.store.append(record, once_key=once_key)
+                return write()
             except (RedisConnectionError, RedisTimeoutError):
                 if attempt == APPEND_ATTEMPTS:
                     raise
-                log.warning("wire append %s failed; retrying with the same key", once_key)
+                log.warning("writing %s failed; retrying", what)
                 time.sleep(APPEND_RETRY_S * attempt)
         raise AssertionError("unreachable")
-
-    def take_input(self) -> list[tuple[Message, str]]:
-        """Inbox → wire: each input is keyed by its Slack ts, then the inbox is trimmed.
-
-        A crash between the two leaves the input in the inbox; the next take appends it again
-        with the same key, which the store turns into a no-op.
-        """
-        pending = self.store.peek_inbox()
-        taken = []
-        for user_input in pending:
-            message = user_input.to_message()
-            record_id = self.record(AppendMessage(message=message), f"input:{user_input.ts}")
-            taken.append((message, record_id))
-        if pending:
-            self.store.trim_inbox(len(pending))
-        return taken
 
     def cancel_requested(self) -> bool:
         return bool(self.store.redis.exists(cancel_key(self.store.key)))

@@ -7,11 +7,13 @@ import signal
 import threading
 from pathlib import Path
 
+from agent.compaction.prompt import COMPACTION_INSTRUCTION
 from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.stack import THREADLINE, Stack
-from jobs.control import cancel, resume
+from jobs.control import cancel, request_compaction, resume
 from jobs.janitor import sweep
+from tests.e2e.agents import content_text
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 from tests.sandboxing import host_pids, sleep_marker, workspace_of
@@ -182,3 +184,30 @@ def test_the_forking_worker_class_runs_turns_too(
         assert int(runner.read_text()) != stack.processes["worker0"].pid  # the tool ran in a work horse
     finally:
         stack.stop()
+
+
+def test_input_that_arrives_while_a_job_holds_the_session_is_answered_when_it_ends(
+    make_stack, redis, fake_slack, fake_llm: FakeLLM
+):
+    """A manual compaction holds the session like a turn, so a reply meanwhile waits in the
+    inbox. When the job gives the session back, that reply starts the next turn at once, not
+    when the job's lease runs out (two minutes here)."""
+    make_stack(LEASE_TTL_SECONDS="120")
+    summary_gate = threading.Event()
+
+    def model(body: dict) -> Reply:
+        last = content_text(body["messages"][-1])
+        if COMPACTION_INSTRUCTION[:60] in last:
+            return Reply(text="SUMMARY: one question was answered.", gate=summary_gate)
+        return text(f"answer to {last.rsplit('ASK-', 1)[-1]}")
+
+    fake_llm.default = model
+    session = Session(redis, fake_slack, "ASK-one")
+    wait_for(lambda: "answer to one" in session.bot_texts(), what="the first answer")
+    assert request_compaction(redis, session.key, by="W222", turn_timeout_s=600).ok
+    wait_for(lambda: len(fake_llm.requests) == 2, what="the summary request")
+    assert session.say("ASK-two") == "inbox"
+    summary_gate.set()
+    wait_for(lambda: "answer to two" in session.bot_texts(), timeout=30, what="the waiting reply answered")
+    assert session.bot_texts().count("answer to two") == 1
+    assert session.store.redis.llen(session.store.inbox_key) == 0

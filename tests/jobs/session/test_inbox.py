@@ -22,7 +22,7 @@ def test_an_edit_replaces_only_the_waiting_message_it_names(redis):
     route_input(store, UserInput(text="one", user="U1", ts="1.1", event_id="E1"))
     route_input(store, UserInput(text="two", user="U2", ts="1.2"))
     assert edit_waiting(store, "1.2", 'zwei "ü" / <b>') is True
-    assert [(i.text, i.user, i.ts, i.event_id) for i in store.take_inbox()] == [
+    assert [(i.text, i.user, i.ts, i.event_id) for i in waiting(store)] == [
         ("one", "U1", "1.1", "E1"),
         ('zwei "ü" / <b>', "U2", "1.2", None),
     ]

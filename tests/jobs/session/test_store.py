@@ -1,8 +1,10 @@
+import pytest
+
 from agent.fold import fold
 from agent.wire import AppendMessage, TurnEnded
 from jobs.input import route_input
 from jobs.keys import SessionKey
-from jobs.session.lease import Lease
+from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import AnswerNotice
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
@@ -36,8 +38,9 @@ def test_input_goes_to_the_wire_when_idle_and_to_the_inbox_while_a_turn_runs(red
     assert lease is not None
     assert route_input(store, UserInput(text="steer", user="U1", ts="1.2")) == "inbox"
     assert [m.text() for m in fold(store.read_wire())] == ["<@U1>: first"]
-    assert [i.text for i in store.take_inbox()] == ["steer"]
+    assert [m.text() for m, _ in store.take_inbox()] == ["<@U1>: steer"]
     assert store.take_inbox() == []
+    assert [m.text() for m in fold(store.read_wire())] == ["<@U1>: first", "<@U1>: steer"]
 
 
 def test_the_lease_is_released_only_when_the_inbox_is_empty(redis):
@@ -49,6 +52,33 @@ def test_the_lease_is_released_only_when_the_inbox_is_empty(redis):
     store.take_inbox()
     assert lease.release_if_idle() is True
     assert Lease.acquire(store, owner="other") is not None
+
+
+def test_handing_the_session_back_moves_waiting_input_onto_the_wire_for_the_next_turn(redis):
+    store = SessionStore(redis, KEY)
+    lease = Lease.acquire(store, owner="test")
+    route_input(store, UserInput(text="late", user="U1", ts="1.3"))
+    assert lease.hand_back() is True  # a turn must follow
+    assert store.peek_inbox() == [] and [m.text() for m in fold(store.read_wire())] == ["<@U1>: late"]
+    assert Lease.acquire(store, owner="next turn") is not None
+
+
+def test_a_turn_job_that_finds_the_session_leased_is_scheduled_again_by_the_holder(redis):
+    store = SessionStore(redis, KEY)
+    holder = Lease.acquire(store, owner="compaction")
+    assert Lease.acquire_or_ask(store, owner="turn") is None
+    assert holder.hand_back() is True  # the turn job's word: a turn must follow
+    lease = Lease.acquire_or_ask(store, owner="turn")
+    assert lease is not None and lease.hand_back() is False  # the word was taken once
+
+
+def test_a_take_fenced_by_a_lease_that_is_not_held_takes_nothing(redis):
+    store = SessionStore(redis, KEY)
+    Lease.acquire(store, owner="other worker")
+    route_input(store, UserInput(text="steer", user="U1", ts="1.4"))
+    with pytest.raises(LeaseLost):
+        store.take_inbox("turn:expired-token")
+    assert [i.text for i in store.peek_inbox()] == ["steer"] and store.read_wire() == []
 
 
 def test_notices_are_read_back_in_order_after_a_cursor(redis):

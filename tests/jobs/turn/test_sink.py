@@ -1,7 +1,14 @@
+from collections.abc import Callable
+from typing import Any
+
+from redis import Redis
+from redis.typing import KeyT
+
 from agent.fold import fold
 from agent.wire import AppendMessage
 from jobs.input import route_input
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, inbox_key
+from jobs.session.inbox import edit_waiting, withdraw_waiting
 from jobs.session.lease import Lease
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
@@ -33,3 +40,58 @@ def test_inputs_come_in_order_and_the_inbox_is_emptied(redis):
     sink = RedisTurnSink(store, "t1")
     assert [m.text() for m, _ in sink.take_input()] == ["<@U1>: m0", "<@U1>: m1", "<@U1>: m2"]
     assert sink.take_input() == []
+
+
+class Interleaving(Redis):
+    """A real client on the same Redis that lets another party act right after it reads the
+    inbox: an edit, a delete or a new message landing while the turn takes its input."""
+
+    def __init__(self, redis: Redis, meanwhile: Callable[[], object]) -> None:
+        super().__init__(connection_pool=redis.connection_pool)
+        self.meanwhile: Callable[[], object] | None = meanwhile
+
+    def lrange(self, name: KeyT, start: int, end: int) -> Any:
+        items = super().lrange(name, start, end)
+        if self.meanwhile is not None and name == inbox_key(KEY):
+            action, self.meanwhile = self.meanwhile, None
+            action()
+        return items
+
+
+def busy_store(redis: Redis) -> SessionStore:
+    store = SessionStore(redis, KEY)
+    Lease.acquire(store, owner="t")
+    return store
+
+
+def wire_texts(store: SessionStore) -> list[str]:
+    return [m.text() for m in fold(store.read_wire())]
+
+
+def test_an_edit_landing_while_the_inbox_is_taken_is_what_the_turn_reads(redis):
+    store = busy_store(redis)
+    route_input(store, UserInput(text="run the tests", user="U1", ts="1700000002.000001"))
+    edited: list[bool] = []
+    taking = Interleaving(redis, lambda: edited.append(edit_waiting(store, "1700000002.000001", "run lint")))
+
+    taken = RedisTurnSink(SessionStore(taking, KEY), "t1").take_input()
+
+    assert edited == [True]  # the person was told their edit applied
+    assert [m.text() for m, _ in taken] == ["<@U1>: run lint"]
+    assert wire_texts(store) == ["<@U1>: run lint"] and store.peek_inbox() == []
+
+
+def test_a_delete_and_a_new_message_landing_while_the_inbox_is_taken_are_both_kept(redis):
+    store = busy_store(redis)
+    route_input(store, UserInput(text="deploy", user="U1", ts="1700000002.000001"))
+    route_input(store, UserInput(text="to staging", user="U1", ts="1700000002.000002"))
+
+    def meanwhile() -> None:
+        withdraw_waiting(store, "1700000002.000001")
+        route_input(store, UserInput(text="and tell me", user="U1", ts="1700000002.000003"))
+
+    taken = RedisTurnSink(SessionStore(Interleaving(redis, meanwhile), KEY), "t1").take_input()
+
+    assert [m.text() for m, _ in taken] == ["<@U1>: to staging", "<@U1>: and tell me"]
+    assert wire_texts(store) == ["<@U1>: to staging", "<@U1>: and tell me"]
+    assert store.peek_inbox() == []
