@@ -22,7 +22,8 @@
 --   7 job_key        the turn's RQ job hash
 --   8 queue_key      the `turns` queue (list of job ids)
 --   9 queues_key     RQ's set of queues
---   10.. dedupe keys of the Slack delivery (none: nothing to deduplicate)
+--   10 queued_sessions the sessions with a queued turn, which the janitor watches
+--   11.. dedupe keys of the Slack delivery (none: nothing to deduplicate)
 --
 -- ARGV
 --   1 record         the wire record of the input (JSON)
@@ -50,7 +51,8 @@
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local dedupe_from = 10
+local queued_sessions = KEYS[10]
+local dedupe_from = 11
 
 local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
 local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -95,5 +97,6 @@ end
 local own = parked_to
 redis.call('HSET', job_key, ${job_fields})
 redis.call('SADD', queues_key, queue_key)
+redis.call('SADD', queued_sessions, session)
 redis.call('HSET', meta_key, STATE, 'queued', UPDATED, now_ms)
 return 'wire'

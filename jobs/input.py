@@ -31,6 +31,7 @@ from redis import Redis
 
 from agent.wire import AppendMessage
 from jobs.keys import (
+    QUEUED_SESSIONS,
     RECORD_FIELD,
     MetaField,
     SessionKey,
@@ -75,7 +76,7 @@ def record_input(
     parked = list(parked)
     keys = [
         *_session_keys(key), turn_queued_key(key), recent_session_key(key.team, key.channel, user_input.user),
-        job.key, job.queue_key, job.queues_key, *dedupe_keys,
+        job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, *dedupe_keys,
     ]  # fmt: skip
     args = [
         *_input_args(user_input, "record"), user_input.user, token, QUEUED_FLAG_TTL_S, str(key),

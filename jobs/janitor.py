@@ -4,7 +4,12 @@ A running turn renews its lease every few seconds; when a worker is killed the l
 within `LEASE_TTL_MS`. Each sweep (every `JANITOR_EVERY_S`, from every worker process, one at
 a time) marks such a session `interrupted`, records the interruption on the wire log, and
 posts one notice per tool call whose result was never recorded. Nothing is re-run: the
-people in the thread decide with `!resume`.
+people in the thread decide with `!resume`. Input left waiting in the inbox of a lease that
+expired goes onto the wire and queues its turn.
+
+A worker killed after taking a turn job off the queue but before taking the lease ran
+nothing: that session stays `queued` with no job on its way. A sweep queues its turn again
+once the session has been `queued` for a lease TTL with neither a lease nor a waiting job.
 """
 
 from __future__ import annotations
@@ -22,13 +27,20 @@ from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
 from jobs import runtime
 from jobs.control import cancel_requested_by
 from jobs.delegation.endings import child_lost
-from jobs.keys import JANITOR_LOCK, RUNNING_SESSIONS, SessionKey, cancel_key, unknown_result_notice_key
-from jobs.queues import SERIALIZER, schedule_delivery
+from jobs.keys import (
+    JANITOR_LOCK,
+    QUEUED_SESSIONS,
+    RUNNING_SESSIONS,
+    SessionKey,
+    cancel_key,
+    unknown_result_notice_key,
+)
+from jobs.queues import SERIALIZER, clear_turn_flag, schedule_delivery, schedule_turn, turn_job_waiting
 from jobs.redis_text import text
 from jobs.session.history import load_fold
 from jobs.session.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
-from jobs.session.state import set_state, state_of
-from jobs.session.store import SessionStore, now_ms
+from jobs.session.state import PARKED_STATES, set_state, state_of
+from jobs.session.store import UNLEASED, SessionStore, now_ms
 from jobs.turn.summaries import short_arguments
 
 log = logging.getLogger(__name__)
@@ -57,7 +69,35 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
         if state_of(store) == "running":
             mark_interrupted(store)
             marked.append(key)
+        _queue_waiting_input(store)
+    _requeue_lost_turns(redis)
     return marked
+
+
+def _queue_waiting_input(store: SessionStore) -> None:
+    """Input that waited for a holder that died goes onto the wire, and starts its turn."""
+    if store.take_inbox(UNLEASED) and state_of(store) not in PARKED_STATES:
+        schedule_turn(store.redis, store.key, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)
+
+
+def _requeue_lost_turns(redis: Redis) -> None:
+    settings = runtime.settings()
+    for member in redis.smembers(QUEUED_SESSIONS):
+        store = SessionStore(redis, SessionKey.parse(text(member)))
+        meta = store.meta.read()
+        if meta.state != "queued":
+            redis.srem(QUEUED_SESSIONS, member)
+        elif _turn_lost(store, now_ms() - (meta.updated or 0), settings.LEASE_TTL_SECONDS):
+            log.warning("session %s: its queued turn job was lost; queued it again", store.key)
+            clear_turn_flag(redis, store.key)
+            schedule_turn(redis, store.key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+
+
+def _turn_lost(store: SessionStore, queued_for_ms: int, lease_ttl_s: float) -> bool:
+    """Queued for a lease TTL, yet no job holds the session or waits on the queue for it."""
+    if queued_for_ms < lease_ttl_s * 1000 or store.redis.exists(store.lease_key):
+        return False
+    return not turn_job_waiting(store.redis, store.key)
 
 
 def mark_interrupted(store: SessionStore) -> None:

@@ -146,6 +146,10 @@ def unknown_result_notice_key(key: SessionKey, tool_call_id: str) -> str:
 RUNNING_SESSIONS: Final = f"{PREFIX}:running"
 """Set: sessions that hold (or held) a lease, which the janitor sweeps (jobs.session.lease)."""
 
+QUEUED_SESSIONS: Final = f"{PREFIX}:queued"
+"""Set: sessions whose turn job was queued; the janitor re-queues one whose job was lost (a
+worker killed between taking it off the queue and taking the lease) (jobs.janitor)."""
+
 JANITOR_LOCK: Final = f"{PREFIX}:janitor"
 """String: held for one sweep, so one worker at a time sweeps (jobs.janitor)."""
 

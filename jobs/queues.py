@@ -13,7 +13,8 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 from rq.utils import get_call_string, now, utcformat
 
-from jobs.keys import SessionKey, delivery_queued_key, turn_queued_key
+from jobs.keys import QUEUED_SESSIONS, SessionKey, delivery_queued_key, turn_queued_key
+from jobs.redis_text import text
 
 TURNS_QUEUE = "turns"
 SLACK_QUEUE = "slack"
@@ -91,7 +92,7 @@ def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) 
     data = zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))  # type: ignore[no-untyped-call]  # rq leaves JSONSerializer.dumps unannotated
     description = get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH) or ""
     own: Fields = tuple(zip(OWN_FIELDS, (stamp, data, description, stamp), strict=True))
-    job_id = f"turn-{token}"
+    job_id = turn_job_id(token)
     shared = _shared_fields(turns, turn_timeout_s)
     return TurnJob(job_id, Job.key_for(job_id), turns.key, turns.redis_queues_keys, shared, own)
 
@@ -133,7 +134,7 @@ def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: i
         queue(redis, TURNS_QUEUE).enqueue(
             TURN_JOB,
             str(key),
-            job_id=f"turn-{token}",
+            job_id=turn_job_id(token),
             unique=True,
             job_timeout=turn_timeout_s + TURN_TIMEOUT_GRACE_S,
             result_ttl=0,
@@ -144,7 +145,20 @@ def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: i
     except Exception:
         redis.delete(turn_queued_key(key))  # let the next attempt enqueue
         raise
+    redis.sadd(QUEUED_SESSIONS, str(key))
     return True
+
+
+def turn_job_waiting(redis: Redis, key: SessionKey) -> bool:
+    """Whether the session's queued turn job is still on the `turns` queue, not yet taken."""
+    token = redis.get(turn_queued_key(key))
+    if token is None:
+        return False
+    return redis.lpos(queue(redis, TURNS_QUEUE).key, turn_job_id(text(token))) is not None
+
+
+def turn_job_id(token: str) -> str:
+    return f"turn-{token}"
 
 
 def clear_turn_flag(redis: Redis, key: SessionKey) -> None:

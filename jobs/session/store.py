@@ -44,12 +44,15 @@ redis.call('HSET', KEYS[2], ARGV[2], id)
 return id
 """
 
+UNFENCED = "*"  # a take that may run whoever holds the lease (tests, a turn without a lease)
+UNLEASED = ""  # a take only while nobody holds the lease (the janitor's)
+
 # Inbox → wire in one step, for the inputs the caller read (ARGV: count, then per input its inbox
 # item as read, its wire record and its idempotency key). Refused (-2) when the inbox no longer
 # starts with those items: an edit or delete landed after the read, so the caller reads again.
-# Fenced by the lease (-1 when KEYS[4] does not hold ARGV[2]; no fence when ARGV[2] is empty).
+# Fenced by the lease: -1 unless KEYS[4] holds ARGV[2] (UNLEASED: unless nobody holds it).
 _TAKE_INBOX = f"""
-if ARGV[2] ~= '' and redis.call('GET', KEYS[4]) ~= ARGV[2] then return -1 end
+if ARGV[2] ~= '{UNFENCED}' and (redis.call('GET', KEYS[4]) or '{UNLEASED}') ~= ARGV[2] then return -1 end
 local count = tonumber(ARGV[1])
 for i = 1, count do
   if redis.call('LINDEX', KEYS[1], i - 1) ~= ARGV[3 * i] then return -2 end
@@ -114,11 +117,11 @@ class SessionStore:
     def peek_inbox(self) -> list[UserInput]:
         return [UserInput.model_validate_json(item) for item in self.redis.lrange(self.inbox_key, 0, -1)]
 
-    def take_inbox(self, lease_token: str = "") -> list[tuple[Message, str]]:
+    def take_inbox(self, lease_token: str = UNFENCED) -> list[tuple[Message, str]]:
         """Move the waiting inputs onto the wire log, each once (keyed by its Slack ts), as they
         are at that moment: an edit or delete that lands meanwhile makes the take read again.
         Returns each input's message and record id. With `lease_token`, only while it holds
-        the lease (`LeaseLost` otherwise)."""
+        the lease (`LeaseLost` otherwise); with `UNLEASED`, only while nobody does."""
         for _ in range(TAKE_ATTEMPTS):
             items = self.redis.lrange(self.inbox_key, 0, -1)
             if not items:

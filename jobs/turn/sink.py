@@ -19,7 +19,7 @@ from jobs.session.approvals import Approval, ApprovalStore
 from jobs.session.history import save_checkpoint
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
-from jobs.session.store import SessionStore
+from jobs.session.store import UNFENCED, SessionStore
 from jobs.turn.summaries import full_arguments, short_arguments
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class RedisTurnSink:
 
     def take_input(self) -> list[tuple[Message, str]]:
         """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""
-        token = self.lease.token if self.lease is not None else ""
+        token = self.lease.token if self.lease is not None else UNFENCED
         return self._retried(lambda: self.store.take_inbox(token), "the inbox")
 
     def _retried(self, write: Callable[[], T], what: str) -> T:

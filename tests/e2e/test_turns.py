@@ -7,12 +7,15 @@ import signal
 import threading
 from pathlib import Path
 
+import pytest
+
 from agent.compaction.prompt import COMPACTION_INSTRUCTION
 from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.stack import THREADLINE, Stack
 from jobs.control import cancel, request_compaction, resume
 from jobs.janitor import sweep
+from jobs.queues import clear_turn_flag
 from tests.e2e.agents import content_text
 from tests.e2e.turns import Session
 from tests.polling import wait_for
@@ -211,3 +214,22 @@ def test_input_that_arrives_while_a_job_holds_the_session_is_answered_when_it_en
     wait_for(lambda: "answer to two" in session.bot_texts(), timeout=30, what="the waiting reply answered")
     assert session.bot_texts().count("answer to two") == 1
     assert session.store.redis.llen(session.store.inbox_key) == 0
+
+
+@pytest.mark.parametrize("died", ["after dequeue", "after clearing the queued flag"])
+def test_a_turn_whose_worker_died_before_taking_the_lease_is_run_again(
+    died: str, make_stack, redis, fake_slack, fake_llm: FakeLLM
+):
+    """RQ's dequeue pops the job; a worker killed right then (or just after the job cleared its
+    `queued` flag) leaves a `queued` session whose job nobody runs. It runs again within the
+    crash bound (a lease TTL plus a sweep), not after the flag's six hours."""
+    stack = make_stack(workers=0, LEASE_TTL_SECONDS="3", JANITOR_INTERVAL_SECONDS="1")
+    fake_llm.script(text("answered after all"))
+    session = Session(redis, fake_slack, "are you there?")
+    assert redis.lpop("rq:queue:turns") is not None  # what the dying worker took with it
+    if died == "after clearing the queued flag":
+        clear_turn_flag(redis, session.key)
+    stack.spawn("worker0", [THREADLINE, "worker"])
+    wait_for(lambda: "answered after all" in session.bot_texts(), timeout=60, what="the lost turn to run")
+    assert session.bot_texts().count("answered after all") == 1
+    assert len(fake_llm.accepted()) == 1
