@@ -3,12 +3,17 @@
 The heartbeat runs in a thread, so the lease lives exactly as long as the worker process: a
 killed worker stops renewing and the lease expires within `LEASE_TTL_MS`, which is how the
 janitor tells a dead turn from a slow one.
+
+A worker that cannot renew (Redis unreachable) gives the lease up in its own mind well before
+it can expire for others (`Lease.in_doubt`): the turn stops its tools and writes nothing more,
+so two turns of one session never overlap.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from types import TracebackType
 
@@ -24,6 +29,7 @@ log = logging.getLogger(__name__)
 
 LEASE_TTL_MS = 20_000  # a dead worker's session is noticed within this plus one janitor sweep
 HEARTBEATS_PER_TTL = 4  # one slow Redis call is survivable
+DOUBT_AFTER_TTL = 0.5  # two beats in a row failed: stop now, while the tools have time to die
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -52,6 +58,7 @@ class Lease:
         self.ttl_ms = ttl_ms
         self.lost = threading.Event()
         self.turn_wanted = False
+        self._renewed_at = time.monotonic()  # when the last renewal that succeeded was sent
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -78,10 +85,25 @@ class Lease:
         return lease
 
     def renew(self) -> bool:
+        sent_at = time.monotonic()
         renewed = lua(self.store.redis, _RENEW)(keys=[self.store.lease_key], args=[self.token, self.ttl_ms])
         if not renewed:
             self.lost.set()
+        else:
+            self._renewed_at = sent_at
         return bool(renewed)
+
+    def in_doubt(self) -> bool:
+        """Whether this worker must act as if another owns the session: the lease was taken,
+        or no renewal got through for half its TTL (without asking Redis, which may be away).
+        Once in doubt, always: the turn stops rather than overlap with the next holder's."""
+        if (
+            not self.lost.is_set()
+            and time.monotonic() - self._renewed_at > self.ttl_ms / 1000 * DOUBT_AFTER_TTL
+        ):
+            log.error("could not renew the lease of %s; the turn stops before it can expire", self.store.key)
+            self.lost.set()
+        return self.lost.is_set()
 
     def release_if_idle(self) -> bool:
         """Give the session up unless input is waiting in the inbox (then keep it and go on)."""
@@ -114,7 +136,7 @@ class Lease:
         self._stop.set()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.ttl_ms / 1000 / HEARTBEATS_PER_TTL):
+        while not self._stop.wait(self.ttl_ms / 1000 / HEARTBEATS_PER_TTL) and not self.in_doubt():
             try:
                 if not self.renew():
                     log.error("lost the lease of %s; the turn stops writing", self.store.key)

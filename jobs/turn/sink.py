@@ -45,7 +45,7 @@ class RedisTurnSink:
 
     def _retried(self, write: Callable[[], T], what: str) -> T:
         """Run an idempotent write, again after a lost connection: written once either way."""
-        if self.lease is not None and self.lease.lost.is_set():
+        if self.lease is not None and self.lease.in_doubt():
             raise LeaseLost(f"{self.store.key}: another worker owns the session now")
         for attempt in range(1, APPEND_ATTEMPTS + 1):
             try:
@@ -58,6 +58,9 @@ class RedisTurnSink:
         raise AssertionError("unreachable")
 
     def cancel_requested(self) -> bool:
+        """A Stop, or a lease in doubt: its tools must stop before another worker may take over."""
+        if self.lease is not None and self.lease.in_doubt():
+            return True
         return bool(self.store.redis.exists(cancel_key(self.store.key)))
 
     def compacted(self, history: list[Message], through: str) -> None:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redis import Redis
 
-from agent.testing import FakeLLM, Reply, text
+from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import THREADLINE, Stack
 from tests.durable_redis import DurableRedis
+from tests.e2e.turns import Session
 from tests.polling import wait_for
+from tests.sandboxing import host_pids, open_for_the_sandbox, sleep_marker, workspace_of
 from tests.slack_events import mention
+from tests.unattended import UNATTENDED
 
 
 @pytest.fixture
@@ -72,4 +78,38 @@ def test_an_acknowledged_mention_survives_a_restart_before_any_worker_runs(
         wait_for(lambda: answered(fake_slack, root["ts"]), timeout=60, what="the answer")
         assert answered(fake_slack, root["ts"]) == ["still here"]
     finally:
+        stack.stop()
+
+
+def test_a_turn_that_cannot_renew_its_lease_stops_its_tool_before_the_lease_can_expire(
+    tmp_path: Path, durable_redis: DurableRedis, fake_slack: FakeSlack, fake_llm: FakeLLM
+):
+    """Redis goes away for longer than the lease TTL while a tool runs. The worker cannot renew,
+    so it must kill the tool before the lease could lapse and the session pass to another worker;
+    once Redis is back the janitor reports the call's outcome as unknown and nothing runs twice."""
+    sleep = sleep_marker()
+    ttl_s = 8
+    stack = Stack(
+        open_for_the_sandbox(tmp_path), durable_redis.url, fake_slack.api_url, fake_llm.base_url,
+        **UNATTENDED, LEASE_TTL_SECONDS=str(ttl_s), JANITOR_INTERVAL_SECONDS="1",
+    ).start()  # fmt: skip
+    try:
+        command = f"echo ran >> ran; sleep {sleep}"
+        fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 120})))
+        session = Session(Redis.from_url(durable_redis.url), fake_slack, "deploy it")
+        wait_for(lambda: host_pids(sleep), timeout=30, what="the command to start")
+
+        durable_redis.stop()
+        wait_for(lambda: not host_pids(sleep), timeout=ttl_s, what="the tool to stop within the lease TTL")
+        durable_redis.start()
+
+        wait_for(lambda: session.state() == "interrupted", timeout=60, what="the janitor to mark the turn")
+        wait_for(lambda: session.notices("unknown_result"), what="the unknown-result notice")
+        assert [(n.tool_call_id, n.tool_name) for n in session.notices("unknown_result")] == [("c1", "shell")]
+        assert not [r for r in session.wire() if r.get("event", {}).get("type") == "tool.result"]
+        assert (workspace_of(tmp_path, session.key) / "ran").read_text().split() == ["ran"]
+        assert len(fake_llm.requests) == 1
+    finally:
+        for pid in host_pids(sleep):
+            os.kill(pid, signal.SIGKILL)
         stack.stop()
