@@ -16,8 +16,9 @@ from rq.job import Job
 
 from agent.tools import texts
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
+from jobs import runtime
 from jobs.delegation.child_approvals import approval_route
-from jobs.delegation.children import active_children, forget_child
+from jobs.delegation.children import active_children, child_info, forget_child
 from jobs.delegation.tree_cards import close_card
 from jobs.delegation.waits import StepWaits
 from jobs.input import record_input
@@ -31,7 +32,7 @@ from jobs.queues import (
     schedule_turn,
 )
 from jobs.redis_text import text
-from jobs.session.approvals import ApprovalStore, Decision
+from jobs.session.approvals import ApprovalStore, Decision, waited_text
 from jobs.session.history import load_fold
 from jobs.session.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.session.state import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
@@ -208,11 +209,43 @@ def decide_approval(
         return ControlResult(ok=False, message="That request was already decided.")
     store.post_notice(ApprovalDecidedNotice(approval_id=approval_id, decision=decision, by=by))
     schedule_delivery(redis, key)
-    if not approvals.pending():
-        schedule_turn(redis, key, turn_timeout_s=turn_timeout_s)
-        set_state(store, "queued")
+    _continue_when_decided(store, approvals, turn_timeout_s)
     verb = "Approved" if decision == "approved" else "Denied"
     return ControlResult(ok=True, message=f"{verb} `{approval.tool_name}`.")
+
+
+def _continue_when_decided(store: SessionStore, approvals: ApprovalStore, turn_timeout_s: int) -> None:
+    """The last decision of a parked step queues the turn that runs (or skips) its calls."""
+    if not approvals.pending():
+        schedule_turn(store.redis, store.key, turn_timeout_s=turn_timeout_s)
+        set_state(store, "queued")
+
+
+def expire_approvals(session_key: str, step_uuid: str, after_s: float) -> str:
+    """RQ job, due once the calls parked at `step_uuid` have waited `after_s`: each one nobody
+    decided is denied, its card says so and the thread gets a note; the turn then goes on."""
+    store = SessionStore(runtime.redis_client(), SessionKey.parse(session_key))
+    approvals = ApprovalStore(store)
+    waiting = [a for a in approvals.pending() if a.step_uuid == step_uuid]
+    expired = [a for a in waiting if approvals.decide(a.approval_id, "expired", "")]
+    if not expired:
+        return "nothing to expire: decided or cancelled in time"
+    info = child_info(store)
+    thread = store if info is None else SessionStore(store.redis, info.root)
+    cards = [store] if info is None else [store, thread]  # a sub-agent's card is in its root's thread
+    for approval in expired:
+        for card in cards:
+            card.post_notice(ApprovalDecidedNotice(approval_id=approval.approval_id, decision="expired"))
+        waited = waited_text(after_s)
+        thread.post_notice(
+            InfoNotice(
+                text=f"Nobody approved `{approval.tool_name}` within {waited}, so it was denied and not run."
+            )
+        )
+    for card in cards:
+        schedule_delivery(store.redis, card.key)
+    _continue_when_decided(store, approvals, runtime.settings().TURN_TIMEOUT_SECONDS)
+    return f"expired {len(expired)}"
 
 
 def _decide_routed(

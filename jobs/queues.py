@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
 import zlib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from redis import Redis
 from rq import Queue
@@ -21,6 +24,7 @@ SLACK_QUEUE = "slack"
 TURN_JOB = "jobs.turn.runner.run_turn"
 DELIVERY_JOB = "gateway.delivery.job.deliver"  # by name: jobs never imports gateway
 COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
+APPROVAL_EXPIRY_JOB = "jobs.control.expire_approvals"
 TURN_TIMEOUT_GRACE_S = 120  # RQ's own timeout is a backstop: the loop stops itself at the turn's limit
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
 DELIVERY_TIMEOUT_S = 600  # posting a long answer through 429s can take minutes, not hours
@@ -147,6 +151,20 @@ def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: i
         raise
     redis.sadd(QUEUED_SESSIONS, str(key))
     return True
+
+
+def schedule_approval_expiry(redis: Redis, key: SessionKey, step_uuid: str, after_s: float) -> None:
+    """Deny the calls parked at `step_uuid` that are still undecided in `after_s` (a job kept
+    in Redis, so restarts of every worker and of Redis keep the deadline)."""
+    queue(redis, TURNS_QUEUE).enqueue_at(
+        datetime.fromtimestamp(math.ceil(time.time() + after_s), UTC),
+        APPROVAL_EXPIRY_JOB,
+        str(key),
+        step_uuid,
+        after_s,
+        result_ttl=0,
+        failure_ttl=7 * 24 * 3600,
+    )
 
 
 def turn_job_waiting(redis: Redis, key: SessionKey) -> bool:

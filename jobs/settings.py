@@ -45,6 +45,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
     "APPROVAL_TOOLS": "comma-separated tools that ask first, beyond those that declare it (shell, http_get)",
     "APPROVAL_WAIVED_TOOLS": "comma-separated tools that declare approval but run unasked here (unsafe)",
+    "APPROVAL_TIMEOUT_SECONDS": "seconds a call waits for approval before it is denied (a positive number)",
     # What http_get may reach besides public addresses.
     "HTTP_GET_ALLOW_HOSTS": (
         "comma-separated host names, IPs or CIDRs (each with an optional :port; IPv6 as [addr]:port)"
@@ -106,6 +107,7 @@ class Settings(BaseSettings):
     # Unsafe by design and never a default: the explicit way to let a tool
     # that declares it needs approval run unasked (a trusted, sandboxed deployment).
     APPROVAL_WAIVED_TOOLS: str = ""
+    APPROVAL_TIMEOUT_SECONDS: float = Field(default=24 * 3600, gt=0)
 
     # Internal hosts http_get may reach; everything else non-public is refused.
     HTTP_GET_ALLOW_HOSTS: str = ""

@@ -86,7 +86,14 @@ class Cancelled:
     pass
 
 
-ApprovalDecision = Approved | Rejected | Cancelled
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """Nobody decided within the approval timeout (`after`, e.g. "24 h"): denied, not run."""
+
+    after: str
+
+
+ApprovalDecision = Approved | Rejected | Cancelled | Expired
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 
 

@@ -31,6 +31,7 @@ from agent.tools.policy import (
     CallSource,
     Decision,
     Deny,
+    Expired,
     PermissionPolicy,
     Rejected,
     ToolGuard,
@@ -145,4 +146,6 @@ async def settle_permission(
         return None
     if isinstance(reply, Rejected):
         return error_result(texts.approval_rejected(name, reply.feedback))
+    if isinstance(reply, Expired):
+        return error_result(texts.approval_expired(name, reply.after))
     return error_result(texts.approval_cancelled(name))

@@ -52,6 +52,10 @@ def approval_rejected(name: str, feedback: str | None = None) -> str:
     )
 
 
+def approval_expired(name: str, after: str) -> str:
+    return f'Tool "{name}" was not run because nobody approved the request within {after}.'
+
+
 def approval_cancelled(name: str) -> str:
     return f'Tool "{name}" was not run because the approval request was cancelled.'
 

@@ -39,6 +39,7 @@ _DECISIONS = {
     "approved": ":white_check_mark: Approved",
     "denied": ":no_entry_sign: Denied",
     "cancelled": ":black_square_for_stop: Cancelled",
+    "expired": ":hourglass: Expired: nobody decided in time, so it was denied",
 }
 
 Blocks = list[dict[str, Any]]

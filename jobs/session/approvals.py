@@ -15,7 +15,9 @@ from jobs.lua import lua
 from jobs.redis_text import text, text_map
 from jobs.session.store import SessionStore
 
-Decision = Literal["approved", "denied", "cancelled"]
+DEFAULT_APPROVAL_TIMEOUT_S = 24 * 3600  # APPROVAL_TIMEOUT_SECONDS: a parked call is denied after this
+
+Decision = Literal["approved", "denied", "cancelled", "expired"]
 
 _DECIDE = """
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= 'pending' then return 0 end
@@ -23,6 +25,14 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1
 """
+
+
+def waited_text(seconds: float) -> str:
+    """How long a call waited for approval, as a person says it: "24 h", "30 min", "90 s"."""
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s"
 
 
 class Approval(BaseModel):

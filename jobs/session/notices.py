@@ -96,7 +96,7 @@ class ApprovalDecidedNotice(_Notice):
 
     kind: Literal["approval_decided"] = "approval_decided"
     approval_id: str
-    decision: Literal["approved", "denied", "cancelled"]
+    decision: Literal["approved", "denied", "cancelled", "expired"]
     by: str | None = None
 
 

@@ -23,7 +23,7 @@ from agent.model.base import ChatModel
 from agent.prompts import system_prompt
 from agent.redaction import redact_text
 from agent.tools.executor import ToolExecutor
-from agent.tools.policy import ApprovalDecision, Approved, Approver, Rejected
+from agent.tools.policy import ApprovalDecision, Approved, Approver, Expired, Rejected
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
 from jobs import runtime
@@ -35,7 +35,7 @@ from jobs.delegation.tree_cards import CardReporter, stored_card
 from jobs.delegation.waits import ParkedWait, StepWaits
 from jobs.keys import SessionKey, cancel_key
 from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
-from jobs.session.approvals import ApprovalStore
+from jobs.session.approvals import ApprovalStore, waited_text
 from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
@@ -174,10 +174,14 @@ class TurnRunner:
         if not step or folder.open_step_uuid != step or approvals.pending():
             return None
         states = approvals.states()
-        return {
-            a.tool_call_id: Approved() if states.get(a.approval_id) == "approved" else Rejected(None)
-            for a in approvals.requests()
-        }
+        return {a.tool_call_id: self._decision(states.get(a.approval_id)) for a in approvals.requests()}
+
+    def _decision(self, state: str | None) -> ApprovalDecision:
+        if state == "approved":
+            return Approved()
+        if state == "expired":
+            return Expired(waited_text(self.settings.APPROVAL_TIMEOUT_SECONDS))
+        return Rejected(None)
 
     def _start(self, reporter: CardReporter) -> None:
         job = get_current_job()
@@ -198,7 +202,7 @@ class TurnRunner:
         return Loop(
             model=self.model,
             executor_factory=executor,
-            sink=RedisTurnSink(self.store, self.turn_id, self.lease),
+            sink=RedisTurnSink(self.store, self.turn_id, self.lease, self.settings.APPROVAL_TIMEOUT_SECONDS),
             folder=folder,
             system_prompt=tools.system_prompt,
             tool_declarations=tools.declarations,

@@ -14,8 +14,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
 from jobs.keys import cancel_key
-from jobs.queues import schedule_delivery
-from jobs.session.approvals import Approval, ApprovalStore
+from jobs.queues import schedule_approval_expiry, schedule_delivery
+from jobs.session.approvals import DEFAULT_APPROVAL_TIMEOUT_S, Approval, ApprovalStore
 from jobs.session.history import save_checkpoint
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
@@ -30,10 +30,17 @@ APPEND_RETRY_S = 0.5
 
 
 class RedisTurnSink:
-    def __init__(self, store: SessionStore, turn_id: str, lease: Lease | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        turn_id: str,
+        lease: Lease | None = None,
+        approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
+    ) -> None:
         self.store = store
         self.turn_id = turn_id
         self.lease = lease
+        self.approval_timeout_s = approval_timeout_s
 
     def record(self, record: BaseModel, once_key: str) -> str:
         return self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
@@ -82,6 +89,7 @@ class RedisTurnSink:
         ]
         ApprovalStore(self.store).park(approvals)
         self.store.meta.park_step(step_uuid)
+        schedule_approval_expiry(self.store.redis, self.store.key, step_uuid, self.approval_timeout_s)
         for approval in approvals:
             self.store.post_notice(
                 ApprovalRequestNotice(

@@ -15,10 +15,12 @@ from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import THREADLINE, Stack
 from tests.durable_redis import DurableRedis
+from tests.e2e.test_live_turns import card_with, click, start, state
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 from tests.sandboxing import host_pids, open_for_the_sandbox, sleep_marker, workspace_of
 from tests.slack_events import mention
+from tests.thread_view import thread_texts
 from tests.unattended import UNATTENDED
 
 
@@ -112,4 +114,30 @@ def test_a_turn_that_cannot_renew_its_lease_stops_its_tool_before_the_lease_can_
     finally:
         for pid in host_pids(sleep):
             os.kill(pid, signal.SIGKILL)
+        stack.stop()
+
+
+def test_a_parked_approval_survives_a_restart_of_every_process_and_of_redis(
+    tmp_path: Path, durable_redis: DurableRedis, fake_slack: FakeSlack, fake_llm: FakeLLM
+):
+    env = {**UNATTENDED, "APPROVAL_WAIVED_TOOLS": ""}  # shell asks, as in production
+    urls = (durable_redis.url, fake_slack.api_url, fake_llm.base_url)
+    stack = Stack(open_for_the_sandbox(tmp_path), *urls, **env).start()
+    try:
+        fake_llm.script(calls(("c1", "shell", {"command": "echo yes > deployed"})), text("deployed"))
+        key = start(stack, fake_slack, "deploy")
+        card = card_with(fake_slack, key, "Approve")
+        redis = Redis.from_url(durable_redis.url)
+        wait_for(lambda: state(redis, key) == "awaiting_approval", what="the parked turn")
+
+        stack.stop()
+        durable_redis.restart()
+        stack = Stack(tmp_path, *urls, **env).start()
+
+        assert click(stack, fake_slack, card, "Approve") == "Approved `shell`."
+        wait_for(lambda: "deployed" in thread_texts(fake_slack, "C111", key.thread_ts), timeout=60,
+                 what="the answer after the approval")  # fmt: skip
+        assert (workspace_of(tmp_path, key) / "deployed").read_text() == "yes\n"
+        assert len(fake_llm.accepted()) == 2
+    finally:
         stack.stop()
