@@ -260,7 +260,7 @@ async def _recover(
         _give_up_if(attempts.retries > MAX_COMPACTION_RETRY_ATTEMPTS or len(attempts.messages) <= 1, error)
         _shrink(attempts, drop_oldest_message(attempts.messages), error)
         return
-    raise CompactionFailedError(f"compaction failed: {error}") from error
+    raise CompactionFailedError(str(error)) from error
 
 
 def _shrink(attempts: _Attempts, messages: list[Message], error: ModelError) -> None:
@@ -271,7 +271,7 @@ def _shrink(attempts: _Attempts, messages: list[Message], error: ModelError) -> 
 
 def _give_up_if(condition: bool, error: ModelError) -> None:
     if condition:
-        raise CompactionFailedError(f"compaction failed: {error}") from error
+        raise CompactionFailedError(str(error)) from error
 
 
 def _summary_text(response: ModelResponse) -> str:

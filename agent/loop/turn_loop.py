@@ -161,7 +161,10 @@ class Loop:
 
     async def _step(self, turn_id: str, step: int) -> TurnOutcome | str | None:
         """One step. Returns the answer text when the model stopped, None to continue."""
-        await self.keeper.check(turn_id, step)
+        try:
+            await self.keeper.check(turn_id, step)
+        except ContextTooLargeError as error:
+            raise TurnStopped(failed_outcome(str(error), step)) from None
         self.reporter.report(StepStarted(step))
         response = await self._ask(turn_id, step)
         step_uuid = f"{turn_id}-s{step}"

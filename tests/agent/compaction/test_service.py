@@ -232,6 +232,7 @@ def test_overflow_shrinks_to_70_50_and_35_percent_then_gives_up():
     with pytest.raises(CompactionFailedError) as failure:
         run(plan, model, estimate=ten_each, on_overflow=overflows.append)
     assert isinstance(failure.value.__cause__, ContextOverflowError)
+    assert str(failure.value) == "too long"  # the provider's words, once: the notice adds its own prefix
     # 400 → keep 280 (28 messages), 280 → 140 (14), 140 → 49 (4); the 4th overflow is final.
     assert model.history_sizes() == [40, 28, 14, 4]
     assert len(overflows) == 4 and overflows[0] > overflows[1] > overflows[2] > overflows[3]

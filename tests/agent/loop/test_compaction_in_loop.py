@@ -105,3 +105,20 @@ def test_cancel_during_a_summary_ends_the_turn_it_belongs_to(fake_llm: FakeLLM, 
     assert "full_compaction.begin" in sink.types() and "context.apply_compaction" not in sink.types()
     cancel = next(r for r in sink.records if r["type"] == "turn.cancel")
     assert cancel["turn_id"] == "t1" and sink.keys["t1:cancel"] == cancel["id"]
+
+
+def test_a_history_over_the_window_whose_compaction_fails_ends_the_turn_as_failed(
+    fake_llm: FakeLLM, tmp_path: Path
+):
+    """The check before a step cannot compact and the history no longer fits: the turn fails with
+    that reason, in the thread's words, rather than crash as an internal error."""
+    fake_llm.default = lambda body: Reply(status=400, error={"message": "summaries are disabled here"})
+    sink = MemorySink()
+    for n in range(3):
+        sink.append_user(f"part {n}: " + "words that take room " * 800)  # ~4,000 tokens each
+        sink.record(AppendMessage(message=assistant_message(f"noted part {n}")), f"answer:{n}")
+    sink.append_user("now sum it all up")
+    outcome = run_turn(sink, fake_llm.base_url, tmp_path, config=LoopConfig(context_window=9_000))
+    assert outcome.reason == "failed"
+    assert "no longer fits" in (outcome.error or "") and "HTTP 400" in (outcome.error or "")
+    assert (outcome.error or "").count("compaction failed") == 1
