@@ -38,11 +38,10 @@ def test_an_unknown_subcommand_gets_the_help_text(stack, fake_slack, words):
     assert "cancel [link]" in answer
 
 
-def test_cancel_with_a_link_stops_the_running_turn(stack, fake_slack, fake_llm, redis):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
-    assert "Stopping the running turn" in run(stack, fake_slack, f"cancel {link(fake_slack, key)}")
-    assert cancel_requested_by(redis, key) == "W222"
+def test_cancel_with_a_link_stops_the_running_turn(stack, fake_slack, busy_turns):
+    turn = busy_turns.start()
+    assert "Stopping the running turn" in run(stack, fake_slack, f"cancel {link(fake_slack, turn.key)}")
+    busy_turns.assert_stopped(turn)
 
 
 def test_cancel_without_a_link_acts_on_the_callers_latest_session_in_the_channel(
@@ -151,17 +150,19 @@ def say(stack: Stack, fake_slack: FakeSlack, key: SessionKey, words: str, user: 
 
 @pytest.mark.parametrize("word", ["!stop", "!cancel", "!STOP please"])
 def test_stop_words_in_the_thread_stop_the_turn_and_answer_ephemerally(
-    stack, fake_slack, fake_llm, redis, word
+    stack, fake_slack, redis, busy_turns, word
 ):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
+    turn = busy_turns.start()
+    key = turn.key
     say(stack, fake_slack, key, word)
     told = ephemerals(fake_slack, "W222")
     assert [(e["channel"], e["thread_ts"]) for e in told] == [(key.channel, key.thread_ts)]
     assert told[0]["text"].startswith("Stopping the running turn")
-    assert cancel_requested_by(redis, key) == "W222"
-    texts = [r.get("message", {}).get("content", [{}]) for r in SessionStore(redis, key).read_wire()]
+    busy_turns.assert_stopped(turn)
+    store = SessionStore(redis, key)
+    texts = [r.get("message", {}).get("content", [{}]) for r in store.read_wire()]
     assert all(word not in str(t) for t in texts)  # a control word is not input for the model
+    assert redis.llen(store.inbox_key) == 0  # nor waiting for the next turn
 
 
 def test_in_thread_words_check_who_may_act(stack, fake_slack, fake_llm, redis):
