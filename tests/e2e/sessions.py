@@ -1,25 +1,37 @@
 """Test setup for sessions: a real session started through Slack, then put in a given state.
 
-Until the agent loop lands, a "running" or "waiting for approval" session is made by writing
-the state (and any parked approval or notice) the loop would write, through jobs' own API.
+A test about what a control answers (who may act, which session a link names) may write the
+state a turn would write, through jobs' own API. A test that a control stops a turn starts a
+real one instead (`BusyTurns`): a turn whose `shell` command runs until something stops it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+from dataclasses import dataclass, field
+
 from redis import Redis
 
-from agent.testing import FakeLLM, text
+from agent.testing import FakeLLM, calls, text
 from gateway.links import thread_link
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
+from jobs.control import submit_input
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery
 from jobs.session.notices import Notice
 from jobs.session.state import State, set_state
 from jobs.session.store import SessionStore
+from jobs.session.user_input import UserInput
 from tests.polling import wait_for
+from tests.sandboxing import host_pids, sleep_marker
 from tests.slack_events import command, mention
-from tests.thread_view import bot_messages
+from tests.thread_view import bot_messages, thread_texts
+
+SHELL_TIMEOUT_S = 300  # far longer than any test waits: only a stop ends the command
+STOPPED_BY_THE_LOOP = "Stopped by <@{by}>. `!resume` continues."  # jobs/turn/runner.py, not the janitor
 
 
 def open_session(
@@ -66,3 +78,61 @@ def slash_command(
     response = stack.send_command(command(words, user=user, response_url=response_url(fake_slack), name=name))
     assert response.status_code == 200
     return str(response.json()["text"])
+
+
+@dataclass(frozen=True)
+class BusyTurn:
+    key: SessionKey
+    marker: str  # `sleep <marker>` is the turn's shell command, found on the host by it
+    model_requests: int  # what the model had been asked when the command started
+
+
+@dataclass
+class BusyTurns:
+    """Real turns of a running stack, each busy in a `shell` command until something stops it.
+
+    The stack must waive approval for shell (tests.unattended.UNATTENDED, the fixtures' default),
+    else the turn parks instead of running the command.
+    """
+
+    redis: Redis
+    slack: FakeSlack
+    llm: FakeLLM
+    markers: list[str] = field(default_factory=list)
+
+    def start(self, *, owner: str = "W222", channel: str = "C111") -> BusyTurn:
+        """A session `owner` starts with a mention, once its turn's shell command runs."""
+        marker = sleep_marker()
+        self.llm.script(calls(("c1", "shell", {"command": f"sleep {marker}", "timeout": SHELL_TIMEOUT_S})))
+        root = self.slack.add_user_message(channel, f"<@{BOT_USER_ID}> long build", user=owner)
+        key = SessionKey(team="T111", channel=channel, thread_ts=root["ts"])
+        said = UserInput(text="long build", user=owner, ts=root["ts"])
+        self.markers.append(marker)
+        submit_input(self.redis, key, said, turn_timeout_s=3600)
+        wait_for(lambda: host_pids(marker), timeout=30, what="the turn's shell command to run")
+        assert SessionStore(self.redis, key).meta.read().state == "running"
+        return BusyTurn(key=key, marker=marker, model_requests=len(self.llm.requests))
+
+    def assert_stopped(self, turn: BusyTurn, by: str = "W222") -> None:
+        """The turn really ended: cancelled, its command gone, the thread told, the model not asked again."""
+        store = SessionStore(self.redis, turn.key)
+        wait_for(lambda: store.meta.read().state == "cancelled", what="the turn to end cancelled")
+        wait_for(lambda: not host_pids(turn.marker), timeout=5, what="the shell command to be gone")
+        said = STOPPED_BY_THE_LOOP.format(by=by)
+        wait_for(
+            lambda: any(
+                said in shown for shown in thread_texts(self.slack, turn.key.channel, turn.key.thread_ts)
+            ),
+            what=f"{said!r} in the thread",
+        )
+        assert len(self.llm.requests) == turn.model_requests
+
+    def assert_still_running(self, turn: BusyTurn) -> None:
+        assert SessionStore(self.redis, turn.key).meta.read().state == "running"
+        assert host_pids(turn.marker)
+
+    def close(self) -> None:
+        """Kill whatever command a failed test left running."""
+        for pid in [pid for marker in self.markers for pid in host_pids(marker)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

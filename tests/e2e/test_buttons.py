@@ -8,7 +8,6 @@ import time
 from agent.wire import AppendLoopEvent, ToolCallEvent
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
-from jobs.control import cancel_requested_by
 from jobs.keys import SessionKey
 from jobs.session.approvals import Approval, ApprovalStore
 from jobs.session.notices import (
@@ -19,7 +18,6 @@ from jobs.session.notices import (
     TurnCard,
     UnknownResultNotice,
 )
-from jobs.session.state import state_of
 from jobs.session.store import SessionStore
 from tests.e2e.sessions import open_session, post, put_in_state, response_url
 from tests.polling import wait_for
@@ -62,17 +60,18 @@ def running_card(turn_id: str = "t1") -> ProgressNotice:
     )
 
 
-def test_stop_on_the_progress_card_stops_the_turn_for_its_initiator_only(stack, fake_slack, fake_llm, redis):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
-    post(redis, key, running_card())
-    card = delivered(fake_slack, key, 2)[-1]
-    assert "Stop" in buttons(card)
+def test_stop_on_the_progress_card_stops_the_turn_for_its_initiator_only(make_stack, fake_slack, busy_turns):
+    stack = make_stack(workers=2)  # one runs the turn, the other delivers its card meanwhile
+    turn = busy_turns.start()
+    card = wait_for(
+        lambda: next((m for m in delivered(fake_slack, turn.key, 1) if "Stop" in buttons(m)), None),
+        what="the progress card with Stop",
+    )
 
     assert click(stack, fake_slack, card, "Stop", user="W333").startswith("Only <@W222>")
-    assert cancel_requested_by(redis, key) is None
+    busy_turns.assert_still_running(turn)
     assert click(stack, fake_slack, card, "Stop").startswith("Stopping the running turn")
-    assert cancel_requested_by(redis, key) == "W222"
+    busy_turns.assert_stopped(turn)
 
 
 def test_resume_on_a_cancelled_notice(stack, fake_slack, fake_llm, redis):
@@ -180,16 +179,16 @@ def test_a_button_naming_another_workspaces_session_is_refused(stack, fake_slack
     assert click(stack, fake_slack, foreign, "Stop") == "That button no longer belongs to a session here."
 
 
-def test_the_stop_shortcut_on_any_message_of_the_thread(stack, fake_slack, fake_llm, redis):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
+def test_the_stop_shortcut_on_any_message_of_the_thread(stack, fake_slack, busy_turns):
+    turn = busy_turns.start()
+    key = turn.key
     reply = fake_slack.add_user_message(key.channel, "hmm", user="W333", thread_ts=key.thread_ts)
     payload = message_shortcut(
         message_ts=reply["ts"], thread_ts=key.thread_ts, response_url=response_url(fake_slack)
     )
     assert stack.send_interaction(payload).status_code == 200
     assert responses(fake_slack)[-1]["text"].startswith("Stopping the running turn")
-    assert cancel_requested_by(redis, key) == "W222"
+    busy_turns.assert_stopped(turn)
 
     unrelated = fake_slack.add_user_message(key.channel, "other", user="W222")
     payload = message_shortcut(
@@ -199,13 +198,12 @@ def test_the_stop_shortcut_on_any_message_of_the_thread(stack, fake_slack, fake_
     assert responses(fake_slack)[-1]["text"] == "There is no agent session in that thread."
 
 
-def test_slacks_native_stop_button_stops_the_turn(stack, fake_slack, fake_llm, redis):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
-    assert stack.send_event(agent_session_stopped(thread_ts=key.thread_ts, user="W333")).status_code == 200
+def test_slacks_native_stop_button_stops_the_turn(stack, fake_slack, busy_turns):
+    turn = busy_turns.start()
+    stopped = agent_session_stopped(thread_ts=turn.key.thread_ts, user="W333")
+    assert stack.send_event(stopped).status_code == 200
     assert ephemerals(fake_slack, "W333")[-1]["text"].startswith("Only <@W222>")
-    assert cancel_requested_by(redis, key) is None
+    busy_turns.assert_still_running(turn)
 
-    assert stack.send_event(agent_session_stopped(thread_ts=key.thread_ts)).status_code == 200
-    assert cancel_requested_by(redis, key) == "W222"
-    assert state_of(SessionStore(redis, key)) == "running"  # the loop sees the flag and stops
+    assert stack.send_event(agent_session_stopped(thread_ts=turn.key.thread_ts)).status_code == 200
+    busy_turns.assert_stopped(turn)

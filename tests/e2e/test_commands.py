@@ -6,10 +6,13 @@ import time
 
 import pytest
 
+from agent.compaction.shape import COMPACTION_SUMMARY_PREFIX
+from agent.testing import FakeLLM, text
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
-from jobs.keys import SessionKey, cancel_key
+from jobs.keys import SessionKey, cancel_key, checkpoint_key
+from jobs.session.history import load_fold
 from jobs.session.state import state_of
 from jobs.session.store import SessionStore
 from tests.e2e.sessions import link, open_session, put_in_state, slash_command
@@ -38,11 +41,10 @@ def test_an_unknown_subcommand_gets_the_help_text(stack, fake_slack, words):
     assert "cancel [link]" in answer
 
 
-def test_cancel_with_a_link_stops_the_running_turn(stack, fake_slack, fake_llm, redis):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
-    assert "Stopping the running turn" in run(stack, fake_slack, f"cancel {link(fake_slack, key)}")
-    assert cancel_requested_by(redis, key) == "W222"
+def test_cancel_with_a_link_stops_the_running_turn(stack, fake_slack, busy_turns):
+    turn = busy_turns.start()
+    assert "Stopping the running turn" in run(stack, fake_slack, f"cancel {link(fake_slack, turn.key)}")
+    busy_turns.assert_stopped(turn)
 
 
 def test_cancel_without_a_link_acts_on_the_callers_latest_session_in_the_channel(
@@ -114,16 +116,45 @@ def test_status_tells_what_the_session_does(stack, fake_slack, fake_llm, redis):
     )
 
 
-def queued_job_descriptions(redis) -> list[str]:
-    return [(redis.hget(k, "description") or b"").decode() for k in redis.keys("rq:job:*")]
+SUMMARY = "SUMMARY-7f3a: the person said start and was answered."
 
 
-def test_compact_needs_a_link_and_queues_the_compaction(stack, fake_slack, fake_llm, redis):
+def compaction_outcome(fake_slack: FakeSlack, key: SessionKey) -> str | None:
+    """The thread's one compaction message once "Compacting…" was edited into its outcome."""
+    found = [t for t in thread_texts(fake_slack, key.channel, key.thread_ts) if ":compression:" in t]
+    assert len(found) <= 1, found
+    return found[0] if found and "Compacting" not in found[0] else None
+
+
+def assert_compacted(stack: Stack, fake_slack: FakeSlack, fake_llm: FakeLLM, redis, key: SessionKey) -> None:
+    """The history became one summary: recorded and checkpointed, the thread told, and the next
+    turn's request starting from the summary instead of the messages it replaced."""
+    store = SessionStore(redis, key)
+    told = wait_for(lambda: compaction_outcome(fake_slack, key), what="the compaction's outcome")
+    assert told.startswith(":compression: Compacted: ") and "messages → 1 summary" in told
+    applied = [r for r in store.read_wire() if r["type"] == "context.apply_compaction"]
+    assert len(applied) == 1 and applied[0]["source"] == "manual" and SUMMARY in applied[0]["context_summary"]
+    assert redis.exists(checkpoint_key(key))
+    assert [m.text() for m in load_fold(store).history] == [applied[0]["context_summary"]]
+
+    fake_llm.script(text("after the summary"))
+    say(stack, fake_slack, key, "what next?")
+    wait_for(
+        lambda: "after the summary" in thread_texts(fake_slack, key.channel, key.thread_ts), what="answer"
+    )
+    sent = fake_llm.accepted()[-1]["messages"][1:]  # after the system prompt
+    assert [m["role"] for m in sent] == ["user", "user"]
+    assert sent[0]["content"].startswith(COMPACTION_SUMMARY_PREFIX) and SUMMARY in sent[0]["content"]
+    assert sent[1]["content"] == "<@W222>: what next?"
+    assert "started" not in str(sent)  # the first answer lives on only in the summary
+
+
+def test_compact_needs_a_link_and_compacts_the_session(stack, fake_slack, fake_llm, redis):
     key = open_session(stack, fake_slack, fake_llm)
     assert run(stack, fake_slack, "compact").startswith("Which thread?")
+    fake_llm.script(text(SUMMARY))
     assert run(stack, fake_slack, f"compact {link(fake_slack, key)}").startswith("Compacting")
-    wanted = f"jobs.compaction_job.run_manual_compaction('{key}', 'W222')"
-    assert wanted in queued_job_descriptions(redis)
+    assert_compacted(stack, fake_slack, fake_llm, redis, key)
 
 
 def test_a_link_that_is_not_a_thread_link_is_explained(stack, fake_slack):
@@ -151,17 +182,19 @@ def say(stack: Stack, fake_slack: FakeSlack, key: SessionKey, words: str, user: 
 
 @pytest.mark.parametrize("word", ["!stop", "!cancel", "!STOP please"])
 def test_stop_words_in_the_thread_stop_the_turn_and_answer_ephemerally(
-    stack, fake_slack, fake_llm, redis, word
+    stack, fake_slack, redis, busy_turns, word
 ):
-    key = open_session(stack, fake_slack, fake_llm)
-    put_in_state(redis, key, "running")
+    turn = busy_turns.start()
+    key = turn.key
     say(stack, fake_slack, key, word)
     told = ephemerals(fake_slack, "W222")
     assert [(e["channel"], e["thread_ts"]) for e in told] == [(key.channel, key.thread_ts)]
     assert told[0]["text"].startswith("Stopping the running turn")
-    assert cancel_requested_by(redis, key) == "W222"
-    texts = [r.get("message", {}).get("content", [{}]) for r in SessionStore(redis, key).read_wire()]
+    busy_turns.assert_stopped(turn)
+    store = SessionStore(redis, key)
+    texts = [r.get("message", {}).get("content", [{}]) for r in store.read_wire()]
     assert all(word not in str(t) for t in texts)  # a control word is not input for the model
+    assert redis.llen(store.inbox_key) == 0  # nor waiting for the next turn
 
 
 def test_in_thread_words_check_who_may_act(stack, fake_slack, fake_llm, redis):
@@ -180,5 +213,7 @@ def test_status_resume_and_compact_in_the_thread(stack, fake_slack, fake_llm, re
     say(stack, fake_slack, key, "!resume")
     assert ephemerals(fake_slack, "W222")[-1]["text"].startswith("Resumed")
     wait_for(lambda: state_of(SessionStore(redis, key)) == "idle", what="the resumed turn to end")
+    fake_llm.script(text(SUMMARY))
     say(stack, fake_slack, key, "!compact")
     assert ephemerals(fake_slack, "W222")[-1]["text"].startswith("Compacting")
+    assert_compacted(stack, fake_slack, fake_llm, redis, key)

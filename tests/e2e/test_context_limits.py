@@ -3,6 +3,7 @@ checkpoint, the provider's overflow answer, and the thread told of each in one l
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from gateway.sandbox.stack import Stack
 from jobs.keys import checkpoint_key
 from tests.e2e.agents import content_text, wait_for_answer
 from tests.e2e.turns import Session
+from tests.polling import wait_for
 
 # With a 60,000-token window the trigger is min(85 %, window − 50,000) = 10,000 tokens; the
 # request overhead (system prompt and tool declarations) is about 2,400 of them.
@@ -125,3 +127,63 @@ def test_the_providers_overflow_answer_is_recovered_by_a_summary_and_the_turn_an
     assert len([m for m in session.bot_texts() if m.startswith(":compression: Compacted")]) == 1
     retried = fake_llm.accepted()[-1]
     assert SUMMARY in str(retried["messages"]) and "r2" in str(retried["messages"])
+
+
+def test_the_next_turn_starts_from_the_checkpoint_of_an_automatic_summary(
+    make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
+):
+    model = Model({"turn1.txt": lines(260), "turn2.txt": lines(150)})
+    start(make_stack, fake_llm, model)
+    session = Session(redis, fake_slack, "TURN-1 read it")
+    model.start(tmp_path / "workspaces", session)
+    wait_for_answer(session, "done r1")
+    session.say("TURN-2 read the next one")
+    wait_for_answer(session, "done r2")
+    assert len(model.summaries) == 1
+
+    checkpoint = json.loads(redis.get(checkpoint_key(session.key)))
+    applied = next(r for r in session.wire() if r["type"] == "context.apply_compaction")
+    assert applied["source"] == "auto"
+    summary = checkpoint["history"][0]
+    assert summary["origin"]["kind"] == "compaction_summary" and SUMMARY in summary["content"][0]["text"]
+    assert checkpoint["through"] >= applied["id"]
+
+    session.say("TURN-3 nothing to read")
+    wait_for_answer(session, "done 3")
+    sent = fake_llm.accepted()[-1]["messages"][1:]  # after the system prompt
+    assert sent[0] == {"role": "user", "content": summary["content"][0]["text"]}
+    assert not [
+        m for m in sent if content_text(m).endswith("TURN-1 read it") or m.get("tool_call_id") == "r1"
+    ]
+    assert content_text(sent[-1]).endswith("TURN-3 nothing to read")
+    assert len(model.summaries) == 1
+
+
+def chat_then(make_stack, fake_llm: FakeLLM, fake_slack, redis, turns: int) -> Session:
+    """A session of `turns` answered exchanges (a history with room to summarise)."""
+    fake_llm.default = lambda body: text(f"noted {len(fake_llm.requests)}")
+    make_stack()
+    session = Session(redis, fake_slack, "remember item 0")
+    for n in range(1, turns + 1):
+        wait_for(lambda n=n: session.state() == "idle" and len(session.bot_texts()) == n, what=f"answer {n}")
+        if n < turns:
+            session.say(f"remember item {n}")
+    return session
+
+
+def test_a_provider_that_refuses_even_the_summary_ends_the_turn_at_the_first_overflow(
+    make_stack, fake_llm: FakeLLM, fake_slack, redis
+):
+    session = chat_then(make_stack, fake_llm, fake_slack, redis, turns=4)
+    fake_llm.context_window = 50  # from now on every request, a summary's too, is over the window
+    rejected = len(fake_llm.rejected)
+    session.say("one more thing")
+    wait_for(lambda: session.state() == "failed", timeout=30, what="the turn to fail")
+
+    refused = [body for body, _ in fake_llm.rejected[rejected:]]
+    asked_for_summary = [b for b in refused if COMPACTION_INSTRUCTION[:60] in content_text(b["messages"][-1])]
+    assert len(refused) - len(asked_for_summary) == 1  # the step was not sent again
+    assert asked_for_summary and all("maximum context length" in r for _, r in fake_llm.rejected[rejected:])
+    assert not [r for r in session.wire() if r["type"] == "context.apply_compaction"]
+    said = "the conversation no longer fits the model's context window and compaction failed"
+    wait_for(lambda: any(said in t for t in session.bot_texts()), what="the thread told why")

@@ -10,12 +10,10 @@ import pytest
 
 from agent.testing import text
 from gateway.sandbox.fake_slack import BOT_USER_ID
-from jobs.control import cancel_requested_by
-from jobs.keys import SessionKey
-from tests.e2e.sessions import put_in_state, response_url
+from tests.e2e.sessions import response_url
 from tests.polling import wait_for
 from tests.slack_events import block_action, command, mention, samples
-from tests.thread_view import bot_messages, buttons
+from tests.thread_view import bot_messages, buttons, shown
 
 ACK_DEADLINE_S = 3.0
 
@@ -78,15 +76,11 @@ def test_the_command_answers_in_the_ack_payload(socket_stack, fake_slack):
     assert ack.payload["response_type"] == "ephemeral" and "cancel [link]" in ack.payload["text"]
 
 
-def test_a_stop_click_over_the_socket_stops_the_turn(socket_stack, fake_slack, fake_llm, redis):
-    root = fake_slack.add_user_message("C111", f"<@{BOT_USER_ID}> work", user="W222")
-    fake_llm.script(text("working"))
-    send(fake_slack, envelope("events_api", mention("work", ts=root["ts"]), "env-start"))
-    wait_for(lambda: bot_messages(fake_slack, "C111", root["ts"]), what="the answer")
-    key = SessionKey(team="T111", channel="C111", thread_ts=root["ts"])
-    put_in_state(redis, key, "running")
-    value = json.dumps({"s": str(key)}, separators=(",", ":"))
+def test_a_stop_click_over_the_socket_stops_the_turn(socket_stack, fake_slack, busy_turns):
+    turn = busy_turns.start()
+    value = json.dumps({"s": str(turn.key)}, separators=(",", ":"))
     click = block_action("tl_stop", value, response_url=response_url(fake_slack))
     send(fake_slack, envelope("interactive", click, "env-click"))
-    assert wait_for(lambda: cancel_requested_by(redis, key), what="the cancel flag") == "W222"
-    assert buttons(bot_messages(fake_slack, "C111", root["ts"])[0]) == {}
+    busy_turns.assert_stopped(turn)
+    card = bot_messages(fake_slack, turn.key.channel, turn.key.thread_ts)[0]
+    assert "Stopped" in shown(card) and buttons(card) == {}

@@ -1,5 +1,4 @@
 import asyncio
-import importlib.util
 import re
 
 import pytest
@@ -171,9 +170,6 @@ def test_a_history_ending_in_an_open_exchange_reaches_the_projector_whole():
     assert projector.inputs == [history]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("agent.projection.projector") is None, reason="projection not merged yet"
-)
 def test_a_history_ending_in_an_open_exchange_goes_out_paired():
     calling = assistant_message(tool_calls=[ToolCall(id="a", name="Read"), ToolCall(id="b", name="Read")])
     history = [user_message("go"), calling, tool_message("a", "done")]

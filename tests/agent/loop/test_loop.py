@@ -8,9 +8,11 @@ from pathlib import Path
 from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.loop.ports import ParkedStep, ToolFinished
 from agent.loop.turn_loop import LoopConfig
-from agent.messages import user_message
+from agent.messages import assistant_message, user_message
+from agent.projection.projector import project, project_strict
 from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools.policy import Approved, AskForApproval, Rejected
+from agent.wire import AppendMessage
 from tests.agent.loop.harness import Heard, MemorySink, run_turn
 from tests.polling import wait_for
 from tests.sandboxing import host_pids, sleep_marker
@@ -141,8 +143,18 @@ def test_provider_400_on_structure_is_resent_once_strictly(fake_llm: FakeLLM, tm
     )
     sink = MemorySink()
     sink.append_user("hi")
+    for said in ("first half", "second half"):  # two assistants in a row: only strict merges them
+        sink.record(AppendMessage(message=assistant_message(said)), said)
+    sink.append_user("go on")
+    history = sink.history()
+
     outcome = run_turn(sink, fake_llm.base_url, tmp_path)
     assert outcome.answer == "ok" and len(fake_llm.requests) == 2
+    first, resent = (request["messages"][1:] for request in fake_llm.requests)  # after the system prompt
+    assert [m["role"] for m in first] == [m.role for m in project(history)]
+    assert [m["role"] for m in resent] == [m.role for m in project_strict(history)]
+    assert [first[1]["content"], first[2]["content"]] == ["first half", "second half"]
+    assert resent == [first[0], {"role": "assistant", "content": "first halfsecond half"}, first[3]]
 
 
 def test_max_steps_ends_the_turn_with_a_clear_message(fake_llm: FakeLLM, tmp_path: Path):

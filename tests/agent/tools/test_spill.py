@@ -4,7 +4,6 @@ import pytest
 
 from agent.messages import ImageURLPart, MediaURL, TextPart
 from agent.tools.base import ToolResult, ToolResultSpill
-from agent.tools.builtin.shell import Shell
 from agent.tools.spill import spill_stem, truncate_for_model
 from tests.agent.tools.helpers import ScriptedTool, call, executor_with, expand, run_one
 from tests.vectors import vectors_with_prefix
@@ -162,7 +161,3 @@ def test_text_parts_are_joined_before_measuring(tmp_path):
     result = ToolResult([TextPart(text="first\n"), TextPart(text="y" * 50_001)])
     spilled = truncate_for_model(result, tool_name="t", tool_call_id="c", workspace=tmp_path)
     assert saved_file(tmp_path, spilled.output).read_text() == "first\n" + "y" * 50_001
-
-
-def test_shell_is_marked_for_approval():
-    assert Shell.requires_approval
