@@ -1,4 +1,5 @@
-"""Who may do what: start sessions (allowlists) and act on one (its initiator and operators).
+"""Who may do what: start sessions (allowlists), act on one (its initiator and operators) and
+approve its tool calls (the approvers, never simply whoever asked).
 
 Operators are user ids (U…/W…) or user-group ids (S…) from SLACK_OPERATORS; a group's members
 come from `usergroups.users.list`, cached in Redis so every web process shares one answer and a
@@ -17,11 +18,29 @@ from slack_sdk.errors import SlackApiError
 from jobs.keys import SessionKey, usergroup_cache_key
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.tools import tools_that_ask
 
 log = logging.getLogger(__name__)
 
 GROUP_CACHE_TTL_S = 300  # membership changes are rare; five minutes of staleness is acceptable
 GROUP_PREFIX = "S"
+
+
+def nobody_approves(settings: Settings) -> str | None:
+    """What is wrong when calls will wait for approval that nobody here may give; None if fine."""
+    asking = tools_that_ask(settings)
+    if not asking or not settings.nobody_approves:
+        return None
+    return (
+        f"{', '.join(asking)} ask for approval, but nobody may approve: set SLACK_APPROVERS "
+        "(or SLACK_OPERATORS), or SLACK_ALLOWED_USERS to let that group approve its own calls"
+    )
+
+
+def warn_if_nobody_approves(settings: Settings) -> None:
+    problem = nobody_approves(settings)
+    if problem is not None:
+        log.warning("%s", problem)
 
 
 class Authz:
@@ -37,17 +56,37 @@ class Authz:
         return (not channels or channel in channels) and user_ok
 
     def may_act(self, key: SessionKey, user: str) -> bool:
-        """Stop, resume, compact, approve: the thread's initiator and the operators."""
+        """Stop, resume, compact: the thread's initiator and the operators."""
         return self.owner(key) == user or self.is_operator(key.team, user)
+
+    def may_approve(self, key: SessionKey, user: str) -> bool:
+        """Approve or deny a call: the approvers. With none, the initiator of a session started
+        by a closed group (SLACK_ALLOWED_USERS): that group chose to trust itself. Otherwise
+        nobody, so asking for `shell` never means approving it oneself."""
+        if self.settings.approvers:
+            return self._listed(key.team, user, self.settings.approvers)
+        return bool(self.settings.allowed_users) and self.owner(key) == user
+
+    def approval_refusal(self, key: SessionKey) -> str:
+        if self.settings.nobody_approves:
+            return (
+                "Nobody can approve calls here yet: an admin sets SLACK_APPROVERS (user or user-group ids)."
+            )
+        if self.settings.approvers:
+            return "Only an approver (SLACK_APPROVERS) can approve or deny this call."
+        return self.refusal(key)
 
     def owner(self, key: SessionKey) -> str | None:
         return SessionStore(self.redis, key).meta.read().owner
 
     def is_operator(self, team: str, user: str) -> bool:
-        operators = self.settings.operators
-        if user in operators:
+        return self._listed(team, user, self.settings.operators)
+
+    def _listed(self, team: str, user: str, ids: frozenset[str]) -> bool:
+        """`user` is one of `ids`, or a member of one of its user groups."""
+        if user in ids:
             return True
-        groups = sorted(item for item in operators if item.startswith(GROUP_PREFIX))
+        groups = sorted(item for item in ids if item.startswith(GROUP_PREFIX))
         return any(user in self.group_members(team, group) for group in groups)
 
     def group_members(self, team: str, group: str) -> frozenset[str]:

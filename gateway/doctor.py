@@ -25,9 +25,11 @@ from agent.tools.sandbox import (
     sandbox_user,
     workspace_problem,
 )
+from gateway.authz import nobody_approves
 from gateway.slack_client import web_client
 from jobs.settings import Settings
 from jobs.turn.sandbox import shell_sandbox
+from jobs.turn.tools import tools_that_ask
 
 CHECK_TIMEOUT_S = 5
 
@@ -144,12 +146,22 @@ def check_sandbox(settings: Settings) -> Check:
     return Check(True, "sandbox", f"{bwrap_version(config)}: shell runs sandboxed as {who}, {network}")
 
 
+def check_approvers(settings: Settings) -> Check:
+    problem = nobody_approves(settings)
+    if problem is not None:
+        return Check(False, "approvers", problem, "set SLACK_APPROVERS to user or user-group ids")
+    asking = ", ".join(tools_that_ask(settings)) or "no tool"
+    who = "approvers" if settings.approvers else "the initiators (SLACK_ALLOWED_USERS is a closed group)"
+    return Check(True, "approvers", f"{asking} ask; {who} may approve")
+
+
 CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_redis,
     check_slack,
     check_model,
     check_workspace,
     check_sandbox,
+    check_approvers,
 )
 
 

@@ -40,6 +40,7 @@ EXPECTED: dict[str, str] = {
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": "comma-separated user ids (U…) or user-group ids (S…) who may act on any session",
+    "SLACK_APPROVERS": "comma-separated user ids (U…) or user-group ids (S…) who approve or deny tool calls",
     "SLACK_ALLOWED_CHANNELS": "comma-separated channel ids where sessions may start (empty: every channel)",
     "SLACK_ALLOWED_USERS": "comma-separated user ids who may start sessions (empty: everyone)",
     "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
@@ -99,6 +100,8 @@ class Settings(BaseSettings):
     LEASE_TTL_SECONDS: float = Field(default=20, gt=0)
     JANITOR_INTERVAL_SECONDS: float = Field(default=10, gt=0)
     SLACK_OPERATORS: str = ""
+    # Who approves or denies tool calls; empty: the operators (see gateway/authz.py).
+    SLACK_APPROVERS: str = ""
     SLACK_ALLOWED_CHANNELS: str = ""
     SLACK_ALLOWED_USERS: str = ""
     SLACK_ALLOWED_BOTS: str = ""
@@ -139,6 +142,16 @@ class Settings(BaseSettings):
     @property
     def operators(self) -> frozenset[str]:
         return _id_set(self.SLACK_OPERATORS)
+
+    @property
+    def approvers(self) -> frozenset[str]:
+        """Who approves: SLACK_APPROVERS, or the operators when it is empty."""
+        return _id_set(self.SLACK_APPROVERS) or self.operators
+
+    @property
+    def nobody_approves(self) -> bool:
+        """No approver, and no closed group whose members may approve their own calls."""
+        return not self.approvers and not self.allowed_users
 
     @property
     def allowed_channels(self) -> frozenset[str]:

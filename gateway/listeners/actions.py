@@ -81,8 +81,8 @@ def _decide(deps: Deps, value: buttons.ButtonValue, user: str, decision: Decisio
     key = value.session
     if not value.approval_id or not session_exists(deps.redis, key):
         return STALE
-    if not deps.authz.may_act(key, user):
-        return deps.authz.refusal(key)
+    if not deps.authz.may_approve(key, user):
+        return deps.authz.approval_refusal(key)
     if decision == "approved" and (refusal := _unseen(deps, key, value.approval_id)):
         return refusal
     return decide_approval(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from gateway.app import build_app
+from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
@@ -20,6 +21,7 @@ SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not t
 
 def serve_socket(settings: Settings) -> None:
     configure_logging()
+    warn_if_nobody_approves(settings)
     app = build_app(settings, redis_from_url(settings.REDIS_URL or ""))
     handler = SocketModeHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
     handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated

@@ -20,6 +20,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
 from gateway.app import build_app
+from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
 from gateway.request_shape import body_problem, signed
 from jobs.runtime import redis_from_url
@@ -123,4 +124,5 @@ def _freeze_what_loading_made(_worker: object) -> None:
 
 def serve(settings: Settings) -> None:
     configure_logging()
+    warn_if_nobody_approves(settings)
     _Gunicorn(settings).run()

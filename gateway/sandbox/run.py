@@ -26,7 +26,7 @@ from agent.redaction import redact_url
 from gateway.processes.together import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.page import CHANNELS, SandboxPage
+from gateway.sandbox.page import CHANNELS, PERSON, SandboxPage
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 
 LOCAL_DIR = Path(".threadline-local")
@@ -71,6 +71,7 @@ def sandbox_config(
         REDIS_URL=redis_url,
         PORT=str(web_port),
     )
+    env["SLACK_APPROVERS"] = env.get("SLACK_APPROVERS") or PERSON.id  # the page's one person approves
     env.pop("SLACK_APP_TOKEN", None)  # the sandbox speaks HTTP, never Socket Mode
     return SandboxConfig(env=env, signing_secret=secret, web_port=web_port, notes=tuple(notes))
 

@@ -62,6 +62,14 @@ def check_approval_settings(settings: Settings) -> Settings:
     return settings.require_known_tools(registry.names, declared)
 
 
+def tools_that_ask(settings: Settings) -> list[str]:
+    """The tools whose calls wait for a person's approval under these settings."""
+    registry = process_registry()
+    named, waived = settings.approval_tools, settings.approval_waived_tools
+    declared = [name for name in registry.names if _declares_approval(registry, name) and name not in waived]
+    return sorted({*declared, *(named & set(registry.names))})
+
+
 def _declares_approval(registry: ToolRegistry, name: str) -> bool:
     tool = registry.get(name)
     return tool is not None and tool.requires_approval

@@ -54,7 +54,7 @@ def test_a_mention_typed_in_the_page_is_answered_in_its_thread(
 def test_a_thread_reply_steers_the_session_and_a_click_approves(
     make_stack, fake_slack: FakeSlack, fake_llm: FakeLLM, tmp_path
 ):
-    stack = make_stack(APPROVAL_WAIVED_TOOLS="", workers=2)
+    stack = make_stack(APPROVAL_WAIVED_TOOLS="", SLACK_APPROVERS=PERSON.id, workers=2)
     sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
     fake_llm.script(calls(("c1", "shell", {"command": "touch ran"})), text("done it"), text("noted"))
     try:
@@ -133,6 +133,7 @@ def test_sandbox_settings_fill_in_slack_and_keep_what_was_given():
     assert filled.env["SLACK_BOT_TOKEN"].startswith("xoxb-") and len(filled.signing_secret) == 32
     assert filled.env["SLACK_SIGNING_SECRET"] == filled.signing_secret and filled.web_port == 4123
     assert filled.notes == ()
+    assert filled.env["SLACK_APPROVERS"] == PERSON.id  # the page's one person approves
 
     given = {"SLACK_SIGNING_SECRET": "s3", "SLACK_API_URL": "https://example.test/api/", "PORT": "1"}
     kept = sandbox_config(given, "http://127.0.0.1:9/api/", "redis://127.0.0.1:9/0")

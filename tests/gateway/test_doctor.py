@@ -14,6 +14,7 @@ def test_everything_reachable_is_all_ok(
     settings = Settings.load(
         REDIS_URL=redis_url, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
         LLM_BASE_URL=fake_llm.base_url, LLM_MODEL="m", AGENT_WORKDIR=tmp_path / "ws",
+        SLACK_APPROVERS="U0APPROVER",
     )  # fmt: skip
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 0
@@ -23,6 +24,7 @@ def test_everything_reachable_is_all_ok(
         ["ok", "model"],
         ["ok", "workspace"],
         ["ok", "sandbox"],
+        ["ok", "approvers"],
     ]
 
 
@@ -35,7 +37,7 @@ def test_each_problem_gets_one_line_with_its_fix(tmp_path: Path, fake_slack: Fak
     )  # fmt: skip
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 1
-    assert len(lines) == 5 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
+    assert len(lines) == 6 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
     assert "invalid_auth" in lines[1]
 
 
@@ -71,6 +73,7 @@ def test_urls_with_credentials_are_shown_redacted_when_all_is_well(
     settings = Settings.load(
         REDIS_URL=with_password(redis_url), SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
         LLM_BASE_URL=with_password(fake_llm.base_url, "key"), LLM_MODEL="m", AGENT_WORKDIR=tmp_path,
+        SLACK_APPROVERS="U0APPROVER",
     )  # fmt: skip
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 0
@@ -99,7 +102,7 @@ def test_the_sandbox_line_says_which_mode_is_in_force(tmp_path: Path):
     def sandbox_line(**settings: str) -> str:
         lines: list[str] = []
         run_doctor(Settings.load(AGENT_WORKDIR=tmp_path / "ws", **settings), lines.append)
-        return lines[-1]
+        return next(line for line in lines if line.split()[1] == "sandbox")
 
     on = sandbox_line(SHELL_NETWORK_CHANNELS="C2,C1")
     assert on.startswith("ok   sandbox    bubblewrap ") and "network for C1, C2 only" in on

@@ -107,6 +107,7 @@ def planted_env(planted: Planted, listener: Listener, root: Path) -> dict[str, s
         "LLM_API_KEY": planted.llm_api_key,
         "CHANNEL_REPOS": json.dumps({"CCLONE": repository_url(planted, listener)}),
         "APPROVAL_TOOLS": "",
+        "SLACK_APPROVERS": USER,  # the person who approves each call the routes make
         # httpx (the model client, http_get) sends what is not local through this "proxy":
         # 169.254.169.254 is answered by the listener, never contacted.
         "ALL_PROXY": f"http://{listener.address}",

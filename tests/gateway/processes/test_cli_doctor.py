@@ -23,11 +23,13 @@ def test_doctor_exits_zero_when_everything_answers(
     monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
     monkeypatch.setenv("SLACK_API_URL", fake_slack.api_url)
     monkeypatch.setenv("AGENT_WORKDIR", str(tmp_path / "ws"))
+    monkeypatch.setenv("SLACK_APPROVERS", "U0APPROVER")
 
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [
         ["ok", "redis"], ["ok", "slack"], ["ok", "model"], ["ok", "workspace"], ["ok", "sandbox"],
+        ["ok", "approvers"],
     ]  # fmt: skip
 
 
@@ -43,3 +45,31 @@ def test_doctor_exits_non_zero_and_names_the_fix(
     assert lines[0].startswith("FAIL redis") and "threadline sandbox" in lines[0]
     assert lines[1].startswith("FAIL slack") and "-- fix: " in lines[1]
     assert lines[3].startswith("ok   workspace")
+
+
+@pytest.mark.parametrize(
+    ("settings", "fails"),
+    [
+        ({}, True),  # shell and http_get ask, and nobody may answer
+        ({"SLACK_OPERATORS": "U0OPERATOR"}, False),  # approvers default to the operators
+        ({"SLACK_ALLOWED_USERS": "U0A,U0B"}, False),  # a closed group approves its own calls
+        ({"APPROVAL_WAIVED_TOOLS": "shell,http_get"}, False),  # nothing asks
+        ({"APPROVAL_WAIVED_TOOLS": "shell,http_get", "APPROVAL_TOOLS": "write_file"}, True),
+    ],
+)
+def test_doctor_fails_when_calls_ask_for_approval_nobody_may_give(
+    settings: dict[str, str], fails: bool, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:  # fmt: skip
+    for name in (*CLEARED, "REDIS_URL", "SLACK_BOT_TOKEN", "SLACK_APPROVERS", "SLACK_OPERATORS",
+                 "SLACK_ALLOWED_USERS", "APPROVAL_TOOLS", "APPROVAL_WAIVED_TOOLS"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AGENT_WORKDIR", str(tmp_path / "ws"))
+
+    main(["doctor"])
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.split()[1] == "approvers"]
+    assert line.startswith("FAIL" if fails else "ok"), line
+    if fails:
+        assert "SLACK_APPROVERS" in line
