@@ -7,7 +7,9 @@
 --            a delivery whose dedupe key was seen, claims the dedupe keys, notes the owner and
 --            the caller's latest session, and, when the input went to the wire of a session
 --            that is not parked, claims the turn (the `queued` flag, SET NX) and pushes its
---            RQ job;
+--            RQ job. A reply in a thread without a session yet may instead be held (the
+--            `early` hash, jobs/session/early.py) and is folded in after the session's first
+--            recorded input, in Slack ts order, when that input comes;
 --   'route'  (jobs.input.route_input, SessionStore.submit) only routes: KEYS 5.. and ARGV 5..
 --            are not passed, and the caller schedules what follows.
 --
@@ -23,7 +25,8 @@
 --   8 queue_key      the `turns` queue (list of job ids)
 --   9 queues_key     RQ's set of queues
 --   10 queued_sessions the sessions with a queued turn, which the janitor watches
---   11.. dedupe keys of the Slack delivery (none: nothing to deduplicate)
+--   11 early_key     replies held until the session exists (hash: Slack ts → held reply JSON)
+--   12.. dedupe keys of the Slack delivery (none: nothing to deduplicate); always last
 --
 -- ARGV
 --   1 record         the wire record of the input (JSON)
@@ -36,38 +39,101 @@
 --   7 flag_ttl_s     the `queued` flag's TTL
 --   8 session        the session key, as the recent key holds it
 --   9 recent_ttl_s   the recent key's TTL
---   10 only_existing '1': a thread without a session takes nothing
+--   10 no_session    a thread without a session: 'start' one, 'hold' the input until one
+--                    starts (claiming the dedupe keys), or 'ignore' it (claiming nothing)
 --   11 dedupe_ttl_s  the dedupe keys' TTL
 --   12 job_id        the turn's RQ job id
---   13 parked_count  how many parked states follow (no worker is held in them)
---   14.. the parked states, then the values of the job's own fields (jobs.queues.OWN_FIELDS)
+--   13 ts            the input's Slack ts: the held reply's field, the fold's cut-off
+--   14 early_ttl_s   how long a held reply waits for its session
+--   15 parked_count  how many parked states follow (no worker is held in them)
+--   16.. the parked states, then the values of the job's own fields (jobs.queues.OWN_FIELDS)
 --
 -- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
 -- (jobs.keys.MetaField) and the job fields every turn shares (jobs.queues.turn_job). As
 -- arguments, the job fields would be most of what each call sends and Redis unpacks.
 --
--- Returns 'inbox', 'wire', 'duplicate' or 'no session'; a queue that refuses the job
+-- Returns 'inbox', 'wire', 'held', 'duplicate' or 'no session'; a queue that refuses the job
 -- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local queued_sessions = KEYS[10]
-local dedupe_from = 11
+local queued_sessions, early_key = KEYS[10], KEYS[11]
+local dedupe_from = 12
 
 local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
 local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local recent_ttl_s, only_existing, dedupe_ttl_s, job_id = ARGV[9], ARGV[10] == '1', ARGV[11], ARGV[12]
-local parked_from = 14
+local recent_ttl_s, no_session, dedupe_ttl_s, job_id = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local ts, early_ttl_s = ARGV[13], ARGV[14]
+local parked_from = 16
 
 local STATE, UPDATED, CREATED, OWNER = ${state}, ${updated}, ${created}, ${owner}
+
+-- Slack ts order: "<seconds>.<micro>", the seconds by their digits, then the fraction.
+local function ts_parts(value)
+  local dot = string.find(value, '.', 1, true)
+  if not dot then return value, '' end
+  return string.sub(value, 1, dot - 1), string.sub(value, dot + 1)
+end
+
+local function ts_before(a, b)
+  local a_s, a_f = ts_parts(a)
+  local b_s, b_f = ts_parts(b)
+  if #a_s ~= #b_s then return #a_s < #b_s end
+  if a_s ~= b_s then return a_s < b_s end
+  return a_f .. string.rep('0', 6 - #a_f) < b_f .. string.rep('0', 6 - #b_f)
+end
+
+-- The held replies (field, value, …) and those still in time (field → value).
+local function held_in_time()
+  local held, kept = redis.call('HGETALL', early_key), {}
+  local oldest_kept = tonumber(now_ms) - 1000 * tonumber(early_ttl_s)
+  for i = 1, #held, 2 do
+    if tonumber(cjson.decode(held[i + 1]).at) >= oldest_kept then kept[held[i]] = held[i + 1] end
+  end
+  return held, kept
+end
+
+local function hold()
+  local held, kept = held_in_time()
+  for i = 1, #held, 2 do
+    if not kept[held[i]] then redis.call('HDEL', early_key, held[i]) end
+  end
+  redis.call('HSET', early_key, ts, cjson.encode({record = record, input = input_json, at = now_ms}))
+  redis.call('EXPIRE', early_key, early_ttl_s)
+end
+
+-- The held replies written after this input, in ts order, to where this input went.
+local function fold_early(to_inbox)
+  local held, kept = held_in_time()
+  if #held == 0 then return end
+  redis.call('DEL', early_key)
+  local later = {}
+  for at, _ in pairs(kept) do
+    if ts_before(ts, at) then later[#later + 1] = at end
+  end
+  table.sort(later, ts_before)
+  for _, at in ipairs(later) do
+    local reply = cjson.decode(kept[at])
+    if to_inbox then
+      redis.call('RPUSH', inbox_key, reply.input)
+    else
+      redis.call('XADD', wire_key, '*', ${record_field}, reply.record)
+    end
+  end
+end
 
 if recording then
   for i = dedupe_from, #KEYS do
     if redis.call('EXISTS', KEYS[i]) == 1 then return 'duplicate' end
   end
-  if only_existing and redis.call('EXISTS', meta_key) == 0 then return 'no session' end
+  local waiting = no_session ~= 'start' and redis.call('EXISTS', meta_key) == 0
+  if waiting and no_session == 'ignore' then return 'no session' end
   for i = dedupe_from, #KEYS do
     redis.call('SET', KEYS[i], token, 'EX', dedupe_ttl_s)
+  end
+  if waiting then
+    hold()
+    return 'held'
   end
 end
 redis.call('HSETNX', meta_key, CREATED, now_ms)
@@ -78,12 +144,14 @@ end
 
 if redis.call('EXISTS', lease_key) == 1 then
   redis.call('RPUSH', inbox_key, input_json)
+  if recording then fold_early(true) end
   return 'inbox'
 end
 redis.call('XADD', wire_key, '*', ${record_field}, record)
 if not recording then return 'wire' end
+fold_early(false)
 
-local parked_to = parked_from - 1 + tonumber(ARGV[13])
+local parked_to = parked_from - 1 + tonumber(ARGV[15])
 local state = redis.call('HGET', meta_key, STATE) or 'idle'
 for i = parked_from, parked_to do
   if state == ARGV[i] then return 'wire' end

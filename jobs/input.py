@@ -13,7 +13,9 @@ wire log otherwise (the next turn folds it). Two callers:
   (`jobs.queues.turn_job`); only its storage happens here, so it is written in the same step
   as the state that says it exists. A queue that refuses the push (WRONGTYPE) leaves the input
   recorded and no claim behind: resume or the next message schedules the turn, and Slack's
-  retry of this delivery is a duplicate, as it should be.
+  retry of this delivery is a duplicate, as it should be. A reply in a thread whose session
+  does not exist yet can be held (`without_session="hold"`, jobs.session.early): the
+  session's first recorded input folds it in, in Slack ts order, in the same step.
 - `route_input`, which only routes and notes `created`: its caller
   schedules what follows.
 
@@ -35,6 +37,7 @@ from jobs.keys import (
     RECORD_FIELD,
     MetaField,
     SessionKey,
+    early_replies_key,
     inbox_key,
     lease_key,
     meta_key,
@@ -45,11 +48,15 @@ from jobs.keys import (
 from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
 from jobs.redis_text import text
+from jobs.session.early import EARLY_REPLY_TTL_S
 from jobs.session.state import RECENT_TTL_S
 from jobs.session.store import SessionStore, encode_record, now_ms
 from jobs.session.user_input import UserInput
 
-Recorded = Literal["wire", "inbox", "duplicate", "no session"]
+Recorded = Literal["wire", "inbox", "held", "duplicate", "no session"]
+# What input in a thread without a session does: start the session (a mention, a DM), wait for it
+# (a reply, jobs.session.early), or take nothing and claim nothing.
+WithoutSession = Literal["start", "hold", "ignore"]
 Routed = Literal["wire", "inbox"]
 
 _TEMPLATE = Template(files("jobs").joinpath("input.lua").read_text())
@@ -65,22 +72,23 @@ def record_input(
     parked: Iterable[str],
     dedupe_keys: Sequence[str] = (),
     dedupe_ttl_s: int = 0,
-    only_existing_session: bool = False,
+    without_session: WithoutSession = "start",
 ) -> Recorded:
     """Record `user_input` unless a dedupe key was seen, and claim and enqueue the turn if free.
 
-    With `only_existing_session`, a thread without a session takes nothing (and claims nothing).
+    In a thread without a session, `without_session` says whether the input starts it, is held
+    until it starts ('held', claiming the dedupe keys) or is ignored ('no session', claiming none).
     """
     token = new_turn_token()
     job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
     parked = list(parked)
     keys = [
         *_session_keys(key), turn_queued_key(key), recent_session_key(key.team, key.channel, user_input.user),
-        job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, *dedupe_keys,
+        job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, early_replies_key(key), *dedupe_keys,
     ]  # fmt: skip
     args = [
         *_input_args(user_input, "record"), user_input.user, token, QUEUED_FLAG_TTL_S, str(key),
-        RECENT_TTL_S, "1" if only_existing_session else "0", dedupe_ttl_s, job.id,
+        RECENT_TTL_S, without_session, dedupe_ttl_s, job.id, user_input.ts, EARLY_REPLY_TTL_S,
         len(parked), *parked, *(value for _, value in job.own),
     ]  # fmt: skip
     return cast(Recorded, text(lua(redis, script_text(job.shared))(keys=keys, args=args)))

@@ -77,6 +77,12 @@ def inbox_key(key: SessionKey) -> str:
     return key.redis_key("inbox")
 
 
+def early_replies_key(key: SessionKey) -> str:
+    """Hash: Slack ts → a thread reply that came before the session's first input, held until that
+    input folds it in (jobs.input, jobs.session.early)."""
+    return key.redis_key("early")
+
+
 def outbox_key(key: SessionKey) -> str:
     """Stream: notices for the thread, each as JSON in field NOTICE_FIELD (jobs.session.store)."""
     return key.redis_key("outbox")

@@ -2,7 +2,9 @@
 
 Input waits in the inbox while a turn runs. An edit to a waiting message replaces its text and
 a delete withdraws it, and the thread says so; when the agent already read the message, the
-author alone is told (ephemerally) that the change did not reach it.
+author alone is told (ephemerally) that the change did not reach it. A reply held until its
+thread's session starts (jobs.session.early) is changed where it is held, silently: there is
+no session to tell yet.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gateway.threads import session_key_for, strip_bot_mention
 from jobs.keys import SessionKey
 from jobs.queues import schedule_delivery
 from jobs.session.dedupe import claim, delivery_keys, release
+from jobs.session.early import change_held
 from jobs.session.inbox import Outcome, change_of
 from jobs.session.notices import InfoNotice
 from jobs.session.state import session_exists
@@ -48,6 +51,8 @@ def on_changed(deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any], co
     key = session_key_for(payload.team_id(body, context.team_id), payload.text(event, "channel"), message)
     user = payload.text(message, "user")
     text = strip_bot_mention(new_text, context.bot_user_id)
+    if _changed_held(deps, key, ts, text):
+        return
     _apply(deps, body, event, key, lambda store: change_of(store, ts, text=text), user, EDITED, EDIT_TOO_LATE)
 
 
@@ -58,9 +63,19 @@ def on_deleted(deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any]) ->
     ts = payload.text(event, "deleted_ts")
     key = session_key_for(payload.team_id(body, None), payload.text(event, "channel"), previous, ts=ts)
     user = payload.optional_text(previous, "user")
+    if _changed_held(deps, key, ts, None):
+        return
     if user is not None:
         change = lambda store: change_of(store, ts, text=None)  # noqa: E731
         _apply(deps, body, event, key, change, user, WITHDRAWN, DELETE_TOO_LATE)
+
+
+def _changed_held(deps: Deps, key: SessionKey, ts: str, text: str | None) -> bool:
+    """Edit or withdraw a reply held before its session; False when none is held (the usual case)."""
+    changed = change_held(deps.redis, key, ts, text)
+    if changed:
+        log.info("held reply %s in %s %s", ts, key, "withdrawn" if text is None else "edited")
+    return changed
 
 
 def _apply(

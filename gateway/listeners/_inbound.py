@@ -1,7 +1,9 @@
 """A message someone wrote in Slack, on its way to a session: dedupe, controls, allowlists, submit.
 
 Both the `app_mention` and the `message` listener end here, so the twin deliveries of one
-@mention in a thread meet at the same dedupe keys and produce one input.
+@mention in a thread meet at the same dedupe keys and produce one input. A reply that comes
+before its thread's session is held until the session's first input (jobs.session.early),
+unless it is such a twin: then the `app_mention` starts the session.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from slack_sdk.errors import SlackApiError
 from gateway.deps import Deps
 from gateway.listeners._controls import act, thread_word
 from gateway.listeners._skill_words import skill_request, use_skill
-from jobs.input import record_input
+from jobs.input import WithoutSession, record_input
 from jobs.keys import SessionKey
 from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.state import PARKED_STATES, session_exists
@@ -31,7 +33,8 @@ NOT_ALLOWED = "You can't start the agent here: this channel or your account is n
 
 @dataclass(frozen=True)
 class SlackInput:
-    """One message that may become input. `addressed`: an @mention or a DM, spoken to the agent."""
+    """One message that may become input. `addressed`: an @mention or a DM, spoken to the agent;
+    `mentions_agent`: a `message` that also comes as `app_mention` (its twin)."""
 
     key: SessionKey  # the session of the message's thread
     user: str
@@ -39,6 +42,7 @@ class SlackInput:
     text: str
     event_id: str | None
     addressed: bool
+    mentions_agent: bool = False
 
 
 def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
@@ -87,9 +91,16 @@ def _record(deps: Deps, said: SlackInput) -> str:
         parked=PARKED_STATES,
         dedupe_keys=delivery_keys(said.key.team, said.event_id, said.key.channel, said.ts),
         dedupe_ttl_s=DEDUPE_TTL_S,
-        only_existing_session=not said.addressed,
+        without_session=_without_session(said),
     )
     return IGNORED if recorded == "no session" else recorded
+
+
+def _without_session(said: SlackInput) -> WithoutSession:
+    """A mention or a DM starts a session; a reply waits for one, unless its twin will start it."""
+    if said.addressed:
+        return "start"
+    return "ignore" if said.mentions_agent else "hold"
 
 
 def _act(deps: Deps, said: SlackInput, key: SessionKey) -> str:

@@ -66,6 +66,7 @@ def _said_in(
         text=_with_files(strip_bot_mention(raw, context.bot_user_id), event),
         event_id=payload.optional_text(body, "event_id"),
         addressed=is_dm,
+        mentions_agent=bool(context.bot_user_id) and f"<@{context.bot_user_id}>" in raw,
     )
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from redis import Redis
 from redis.exceptions import ResponseError
 from rq.job import Job
 
+from agent.fold import fold
 from jobs.input import _literal, record_input, route_input, script_text
-from jobs.keys import SessionKey, dedupe_key, meta_key, recent_session_key, turn_queued_key
+from jobs.keys import SessionKey, dedupe_key, early_replies_key, meta_key, recent_session_key, turn_queued_key
 from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, enqueue_turn, queue
 from jobs.session.dedupe import DEDUPE_TTL_S, delivery_keys
+from jobs.session.early import EARLY_REPLY_TTL_S, change_held
 from jobs.session.state import PARKED_STATES, latest_session, set_state
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
@@ -76,14 +80,82 @@ def test_a_retry_and_the_message_twin_are_duplicates_and_change_nothing(redis: R
     assert queue(redis, TURNS_QUEUE).job_ids == jobs_before
 
 
-def test_a_follow_up_needs_a_session_and_claims_nothing_without_one(redis: Redis) -> None:
-    assert record(redis, only_existing_session=True) == "no session"
+def test_an_ignored_follow_up_needs_a_session_and_claims_nothing_without_one(redis: Redis) -> None:
+    assert record(redis, without_session="ignore") == "no session"
     assert not redis.keys(dedupe_key("*")) and not redis.exists(meta_key(KEY))
 
     assert record(redis) == "wire"  # the same message as a mention is still new
-    assert record(redis, ts="1700000001.000100", event_id="Ev2", only_existing_session=True) == "wire"
+    assert record(redis, ts="1700000001.000100", event_id="Ev2", without_session="ignore") == "wire"
     assert wire_inputs(redis) == ["1700000000.000100", "1700000001.000100"]
     assert len(queue(redis, TURNS_QUEUE).job_ids) == 1  # one turn for both
+
+
+def hold(redis: Redis, ts: str, event_id: str) -> str:
+    return record(redis, ts=ts, event_id=event_id, without_session="hold")
+
+
+def test_a_reply_before_its_session_is_held_with_its_claim_and_starts_nothing(redis: Redis) -> None:
+    assert hold(redis, "1700000000.000300", "EvR") == "held"
+
+    assert redis.hkeys(early_replies_key(KEY)) == [b"1700000000.000300"]
+    assert 0 < redis.ttl(early_replies_key(KEY)) <= EARLY_REPLY_TTL_S
+    assert not redis.exists(meta_key(KEY)) and wire_inputs(redis) == []
+    assert queue(redis, TURNS_QUEUE).job_ids == []
+    assert hold(redis, "1700000000.000300", "EvR") == "duplicate"  # Slack's retry
+    assert redis.hlen(early_replies_key(KEY)) == 1
+
+
+def test_the_first_input_folds_the_later_held_replies_in_after_it_in_ts_order(redis: Redis) -> None:
+    hold(redis, "1700000000.000300", "EvR3")
+    hold(redis, "1700000000.000050", "EvR0")  # older than the mention: talk before the agent was asked
+    hold(redis, "1700000000.000200", "EvR2")
+    hold(redis, "1700000010.000000", "EvR9")  # more digits of seconds apart, still ordered
+
+    assert record(redis) == "wire"
+
+    assert wire_inputs(redis) == [
+        "1700000000.000100", "1700000000.000200", "1700000000.000300", "1700000010.000000",
+    ]  # fmt: skip
+    assert not redis.exists(early_replies_key(KEY))
+    assert len(queue(redis, TURNS_QUEUE).job_ids) == 1  # one turn for all of them
+    assert hold(redis, "1700000000.000300", "EvR3") == "duplicate"  # a retry after the fold
+    assert record(redis, ts="1700000000.000400", event_id="EvR4", without_session="hold") == "wire"
+    assert wire_inputs(redis)[-1] == "1700000000.000400"  # once the session exists, replies are input
+
+
+def test_the_first_input_into_a_leased_session_folds_the_held_replies_into_the_inbox(redis: Redis) -> None:
+    hold(redis, "1700000000.000200", "EvR2")
+    redis.set(SessionStore(redis, KEY).lease_key, "worker-1")
+
+    assert record(redis) == "inbox"
+    assert [i.ts for i in SessionStore(redis, KEY).peek_inbox()] == ["1700000000.000100", "1700000000.000200"]
+
+
+def test_held_replies_past_their_time_are_dropped_not_folded(redis: Redis) -> None:
+    hold(redis, "1700000000.000200", "EvR2")
+    held = json.loads(redis.hget(early_replies_key(KEY), "1700000000.000200"))
+    held["at"] = str(int(held["at"]) - 1000 * EARLY_REPLY_TTL_S - 1)
+    redis.hset(early_replies_key(KEY), "1700000000.000200", json.dumps(held))
+    hold(redis, "1700000000.000300", "EvR3")
+
+    assert redis.hkeys(early_replies_key(KEY)) == [b"1700000000.000300"]  # a new hold prunes it
+    redis.hset(early_replies_key(KEY), "1700000000.000200", json.dumps(held))
+    record(redis)
+    assert wire_inputs(redis) == ["1700000000.000100", "1700000000.000300"]
+
+
+def test_a_held_reply_can_be_edited_or_withdrawn_until_the_fold(redis: Redis) -> None:
+    hold(redis, "1700000000.000200", "EvR2")
+    hold(redis, "1700000000.000300", "EvR3")
+
+    assert change_held(redis, KEY, "1700000000.000200", "said again")
+    assert change_held(redis, KEY, "1700000000.000300", None)
+    assert not change_held(redis, KEY, "1700000000.000900", "never held")
+    record(redis)
+
+    texts = [m.text() for m in fold(SessionStore(redis, KEY).read_wire()) if m.role == "user"]
+    assert texts == ["<@U1>: said at 1700000000.000100", "<@U1>: said again"]
+    assert not change_held(redis, KEY, "1700000000.000200", "too late")  # folded: the inbox's business
 
 
 def test_input_while_a_turn_runs_goes_to_the_inbox_without_a_job(redis: Redis) -> None:
