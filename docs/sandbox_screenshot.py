@@ -1,7 +1,9 @@
 """Take docs/sandbox.png: a finished turn in a running sandbox, in headless Chromium.
 
 make run                                   # in another terminal; note the Sandbox URL
-.venv/bin/python docs/sandbox_screenshot.py http://127.0.0.1:3001/ docs/sandbox.png
+.venv/bin/python docs/sandbox_screenshot.py 'http://127.0.0.1:3001/?token=…' docs/sandbox.png
+
+The URL is the one `make run` printed, token and all: the page's API answers nothing without it.
 """
 
 from __future__ import annotations

@@ -7,12 +7,13 @@ process's `/slack/events` as a request signed with the signing secret, in Slack'
 state the page polls.
 
     page = SandboxPage(fake, "http://127.0.0.1:3000/slack/events", secret).start()
-    print(page.url)
+    print(page.url)  # http://127.0.0.1:<port>/?token=<the run's token>
 
 JSON API: GET /api/state; POST /api/say {channel, text, thread_ts?}, /api/click {channel,
-message_ts, action_id, value?}, /api/command {channel, text, thread_ts?}. Slack's response_url
-for clicks and commands points back here (POST /response/…), so those answers show as
-ephemeral messages where the person acted.
+message_ts, action_id, value?}, /api/command {channel, text, thread_ts?}. Every call carries the
+run's token in X-Threadline-Token, and a POST is `application/json`; gateway.sandbox.page_guard
+says what else is refused. Slack's response_url for clicks and commands points back here (POST
+/response/<secret>/…), so those answers show as ephemeral messages where the person acted.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import httpx
 from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox import events
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.page_guard import PageGuard
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 STATIC = Path(__file__).parent / "static"
@@ -92,6 +94,7 @@ class SandboxPage:
         self._ids = itertools.count(1)
         self._last_forward: dict[str, Any] = {}
         self._server = LocalServer(_handler_for(self), "sandbox-page", host, port)
+        self.guard = PageGuard(self._server.address[1])
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -104,9 +107,17 @@ class SandboxPage:
         self._http.close()
 
     @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.guard.port}"
+
+    @property
+    def token(self) -> str:
+        return self.guard.token
+
+    @property
     def url(self) -> str:
-        host, port = self._server.address
-        return f"http://{host}:{port}/"
+        """Where a person opens the page: it carries the token the page's API calls need."""
+        return f"{self.origin}/?token={self.token}"
 
     # -- what a person does ------------------------------------------------------------
 
@@ -204,7 +215,8 @@ class SandboxPage:
         return root
 
     def _response_url(self, channel: str, thread_ts: str | None) -> str:
-        return f"{self.url}response/{channel}/{thread_ts or '-'}/{next(self._ids)}"
+        root = thread_ts or "-"
+        return f"{self.origin}/response/{self.guard.response_secret}/{channel}/{root}/{next(self._ids)}"
 
     def _note(
         self, channel: str, thread_ts: str | None, text: str, *, blocks: Any = None, by: str = ""
@@ -268,6 +280,8 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
     class Handler(QuietHandler):
         def do_GET(self) -> None:
             path = urlparse(self.path).path
+            if self._refused("GET", path):
+                return None
             if path == "/api/state":
                 return self._json(200, page.state())
             if path == "/healthz":
@@ -281,6 +295,8 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             path = urlparse(self.path).path
+            if self._refused("POST", path):
+                return None
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY_BYTES:
                 return self._json(413, {"ok": False, "error": "too large"})
@@ -294,7 +310,7 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
 
         def _act(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
             if path.startswith("/response/"):
-                channel, root = [unquote(part) for part in path.split("/")[2:4]]
+                channel, root = [unquote(part) for part in path.split("/")[3:5]]
                 page.take_response(channel, None if root == "-" else root, body)
                 return {"ok": True}
             thread_ts = body.get("thread_ts") or None
@@ -307,6 +323,14 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
                 return page.click(body["channel"], body["message_ts"], body["action_id"], value)
             raise PageError(f"no such endpoint {path}")
 
+        def _refused(self, method: str, path: str) -> bool:
+            refusal = page.guard.refusal(method, path, self.headers)
+            if refusal is None:
+                return False
+            self.close_connection = True  # its body, if any, is left unread
+            self._json(refusal.status, {"ok": False, "error": refusal.error})
+            return True
+
         def _json(self, status: int, body: dict[str, Any]) -> None:
             self._send(status, json.dumps(body).encode(), "application/json; charset=utf-8")
 
@@ -315,6 +339,10 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-store")
+            self.send_header("Referrer-Policy", "no-referrer")  # the page's URL holds its token
+            self.send_header("X-Frame-Options", "DENY")
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
 

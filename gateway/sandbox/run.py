@@ -131,7 +131,8 @@ def _summary(
     web_url: str,
     page_url: str,
 ) -> list[str]:
-    # Printed to a terminal that may be shared or recorded: URLs lose their credentials.
+    # Printed to a terminal that may be shared or recorded: URLs lose their credentials. The page's
+    # URL alone keeps its token: it is how the person opens the page, and it dies with this run.
     model = (
         f"{redact_url(settings.LLM_BASE_URL)} ({settings.LLM_MODEL})"
         if settings.LLM_BASE_URL

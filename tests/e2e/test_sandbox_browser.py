@@ -1,5 +1,6 @@
 """`threadline sandbox` in a real headless Chromium: a person mentions the bot, sees the demo
-model's answer arrive in the thread, approves a long shell turn, stops it and sees it stop.
+model's answer arrive in the thread, approves a long shell turn, stops it and sees it stop; and a
+page of another local site cannot make the sandbox page start a turn.
 
 Needs Debian's Chromium (/usr/bin/chromium, or THREADLINE_CHROMIUM) and the `playwright` package
 (`pip install -e ".[browser]"`); Playwright's own browser download is never used. Without either,
@@ -14,9 +15,12 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
+import httpx
 import pytest
 
+from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox.stack import SOURCE_ROOT, THREADLINE, free_port
 from tests.polling import wait_for
 
@@ -120,3 +124,61 @@ def test_mention_answer_approve_and_stop_in_the_browser(browser_page: Any, sandb
     page.fill("#channel-input", "/agent status")
     page.press("#channel-input", "Enter")
     expect(page.locator("#channel-messages .ephemeral")).to_contain_text("State: stopped")
+
+
+# Another site a developer visits while the sandbox runs: no token, so it sends what a page may send
+# anywhere without asking: a no-cors fetch with a JSON-looking text body, and a text/plain form.
+EVIL_PAGE = """<!doctype html><title>loading</title>
+<form id="form" method="POST" action="{api}" enctype="text/plain">
+<input name='{{"channel": "C0GENERAL", "text": "@agent evil form", "x": "' value='"}}'></form>
+<script>
+const said = JSON.stringify({{channel: "C0GENERAL", text: "@agent evil fetch"}});
+fetch("{api}", {{method: "POST", mode: "no-cors", body: said}})
+  .finally(() => {{ document.title = "fetched"; }});
+</script>"""
+
+
+@pytest.fixture
+def evil_site(sandbox: str) -> Iterator[str]:
+    page = EVIL_PAGE.format(api=f"{_origin(sandbox)}/api/say").encode()
+
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+    server = LocalServer(Handler, "evil-site")
+    server.start()
+    host, port = server.address
+    yield f"http://{host}:{port}/"
+    server.stop()
+
+
+def _origin(url: str) -> str:
+    parts = urlparse(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def test_a_page_of_another_site_cannot_start_a_turn(browser_page: Any, sandbox: str, evil_site: str) -> None:
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.goto(evil_site)
+    expect(page).to_have_title("fetched")  # the no-cors fetch went out and came back opaque
+    with page.expect_navigation():
+        page.evaluate("document.getElementById('form').submit()")
+    assert page.url.startswith(f"{_origin(sandbox)}/api/say")
+    assert "evil" not in page.content() and '"ok": false' in page.content()
+
+    page.goto(sandbox)  # the positive control: the person, on the page the sandbox printed
+    page.fill("#channel-input", "@agent list the files")
+    page.press("#channel-input", "Enter")
+    expect(page.locator("#thread-messages")).to_contain_text("here is what the tool returned")
+    token = parse_qs(urlparse(sandbox).query)["token"][0]
+    state = httpx.get(f"{_origin(sandbox)}/api/state", headers={"X-Threadline-Token": token}, timeout=15)
+    typed = [m["text"] for m in state.json()["messages"] if not m.get("bot_id")]
+    assert len(typed) == 1 and "list the files" in typed[0]  # the person's mention, and no evil one
+    expect(page.locator("#channel-messages")).not_to_contain_text("evil")

@@ -14,6 +14,7 @@ from agent.testing import FakeLLM, calls, text
 from gateway.sandbox.events import TEAM_ID
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.page import PERSON, SandboxPage, slack_text
+from gateway.sandbox.page_guard import TOKEN_HEADER
 from gateway.sandbox.run import git_checkout, sandbox_config
 from gateway.sandbox.stack import SIGNING_SECRET, Stack
 from jobs.keys import SessionKey
@@ -28,9 +29,14 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture
 def page(stack: Stack, fake_slack: FakeSlack) -> Iterator[httpx.Client]:
     running = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
-    with httpx.Client(base_url=running.url, timeout=15) as client:
+    with _client(running) as client:
         yield client
     running.stop()
+
+
+def _client(page: SandboxPage) -> httpx.Client:
+    """What the page's own script sends: the token from the URL it was opened by, with every call."""
+    return httpx.Client(base_url=page.origin, headers={TOKEN_HEADER: page.token}, timeout=15)
 
 
 def test_a_mention_typed_in_the_page_is_answered_in_its_thread(
@@ -58,7 +64,7 @@ def test_a_thread_reply_steers_the_session_and_a_click_approves(
     sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
     fake_llm.script(calls(("c1", "shell", {"command": "touch ran"})), text("done it"), text("noted"))
     try:
-        with httpx.Client(base_url=sandbox.url, timeout=15) as page:
+        with _client(sandbox) as page:
             root = page.post("/api/say", json={"channel": CHANNEL, "text": "@agent touch it"}).json()["ts"]
             card = wait_for(
                 lambda: next(
@@ -96,7 +102,7 @@ def test_requests_signed_with_another_secret_are_refused_and_the_page_says_so(
 ):
     sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", "not-the-secret").start()
     try:
-        with httpx.Client(base_url=sandbox.url, timeout=15) as page:
+        with _client(sandbox) as page:
             said = page.post("/api/say", json={"channel": CHANNEL, "text": "@agent hi"}).json()
             assert said["ok"] is False and said["statuses"] == [401, 401]
             assert page.get("/api/state").json()["last_forward"]["status"] == 401

@@ -3,6 +3,9 @@
 "use strict";
 
 const POLL_MS = 500;
+// The run's token, from the URL `threadline sandbox` printed; every API call carries it.
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const API_HEADERS = { "X-Threadline-Token": TOKEN };
 const view = { channel: null, thread: null, state: null, shown: "" };
 const $ = (id) => document.getElementById(id);
 
@@ -217,8 +220,12 @@ function render() {
 
 async function refresh() {
   try {
-    const response = await fetch("/api/state", { cache: "no-store" });
+    const response = await fetch("/api/state", { cache: "no-store", headers: API_HEADERS });
     const text = await response.text();
+    if (!response.ok) {
+      $("link-state").textContent = `${JSON.parse(text).error} (the page's URL carries its token)`;
+      return;
+    }
     $("link-state").textContent = "";
     if (text === view.shown) return;
     view.shown = text;
@@ -234,7 +241,7 @@ async function refresh() {
 
 async function post(path, body) {
   const response = await fetch(path, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    method: "POST", headers: { ...API_HEADERS, "Content-Type": "application/json" }, body: JSON.stringify(body),
   });
   const answer = await response.json();
   if (!response.ok) alert(answer.error || `failed (${response.status})`);
