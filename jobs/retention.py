@@ -159,7 +159,7 @@ def why_kept(redis: Redis, tree: list[SessionKey], cutoff_ms: int | None) -> Kep
         reasons += [state] if state in LIVE_STATES else []
         reasons += ["holds a lease"] if leased else []
         stamp = updated or created  # `updated` is the last touch; `created` stands in before one
-        touched = max(touched, int(text(stamp)) if stamp else 0)
+        touched = max(touched, int(text(stamp)) if stamp and text(stamp).isdigit() else 0)
     if reasons:
         return Kept(tree[0], reasons[0], all(reason in PARKED_STATES for reason in reasons))
     if cutoff_ms is not None and touched > cutoff_ms:
