@@ -160,6 +160,25 @@ JANITOR_LOCK: Final = f"{PREFIX}:janitor"
 """String: held for one sweep, so one worker at a time sweeps (jobs.janitor)."""
 
 
+# -- retention: jobs.retention, jobs.session.touched ------------------------------------------------
+
+SESSION_INDEX: Final = f"{PREFIX}:sessions"
+"""Sorted set: root session → ms it (or any sub-agent under it) was last touched; the retention
+sweep's list, oldest first (jobs.session.touched)."""
+
+RETENTION_LOCK: Final = f"{PREFIX}:retention"
+"""String: held for one retention sweep's interval, so one worker sweeps at a time (jobs.retention)."""
+
+RETENTION_SCAN: Final = f"{PREFIX}:retention:scan"
+"""String: where the index's catch-up SCAN over meta hashes goes on next (jobs.session.touched)."""
+
+
+def subagents_key(root: SessionKey) -> str:
+    """Set: every sub-agent session ever started under this root, at any depth, so removing the
+    root finds them (jobs.session.touched)."""
+    return root.redis_key("subagents")
+
+
 # -- recording input: jobs.input, jobs.session.dedupe, jobs.session.state ---------------------------------
 
 
@@ -273,6 +292,10 @@ def timer_key(key: SessionKey, purpose: str) -> str:
     return key.redis_key(f"timer:{purpose}")
 
 
+# The purposes gateway.delivery.timers passes to timer_key.
+TIMER_PURPOSES: Final = ("card", "status", "retry", "sweep", "watchdog")
+
+
 def slack_pause_key(team: str) -> str:
     """String: set while Slack's Retry-After runs for the workspace (gateway.delivery.job)."""
     return f"{PREFIX}:slack_pause:{team}"
@@ -281,6 +304,17 @@ def slack_pause_key(team: str) -> str:
 def pace_key(team: str, channel: str) -> str:
     """String: the channel's next free posting slot, in ms (gateway.delivery.pacing)."""
     return f"{PREFIX}:pace:{team}:{channel}"
+
+
+def fixed_session_keys(key: SessionKey) -> list[str]:
+    """Every key of the session whose name is fixed: all but `unknown:<call id>` and
+    `swarm:<call id>`, which expire on their own after 7 days (docs/architecture.md)."""
+    named = (wire_key, wire_index_key, checkpoint_key, meta_key, inbox_key, outbox_key, lease_key,
+             turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
+             approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
+             card_children_key, card_lock_key, delivery_queued_key, delivering_key, ledger_key,
+             in_flight_key, ledger_notes_key, pending_cards_key, subagents_key)  # fmt: skip
+    return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 
 # -- the gateway ----------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ EXPECTED: dict[str, str] = {
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
     "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
     "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
+    "SESSION_RETENTION_DAYS": "days an untouched session keeps its Redis keys and workspace (an integer ≥ 1)",
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
     "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same as web)",
@@ -99,6 +100,9 @@ class Settings(BaseSettings):
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
     LEASE_TTL_SECONDS: float = Field(default=20, gt=0)
     JANITOR_INTERVAL_SECONDS: float = Field(default=10, gt=0)
+    # A session untouched this long is removed, Redis keys and workspace (jobs.retention); a
+    # live or parked one never is.
+    SESSION_RETENTION_DAYS: int = Field(default=30, ge=1)
     SLACK_OPERATORS: str = ""
     # Who approves or denies tool calls; empty: the operators (see gateway/authz.py).
     SLACK_APPROVERS: str = ""

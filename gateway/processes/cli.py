@@ -70,6 +70,17 @@ def _doctor(args: argparse.Namespace) -> int:
     return run_doctor(Settings.load())
 
 
+def _purge(args: argparse.Namespace) -> int:
+    from gateway.purge import purge_older_than, purge_thread
+    from jobs.runtime import redis_from_url
+
+    settings = Settings.load().require("REDIS_URL")
+    redis = redis_from_url(settings.REDIS_URL or "")
+    if args.thread is not None:
+        return purge_thread(redis, settings, args.thread, force=args.force)
+    return purge_older_than(redis, settings, args.older_than)
+
+
 def _sandbox(args: argparse.Namespace) -> int:
     from gateway.sandbox.embedded_redis import EmbeddedRedisError
     from gateway.sandbox.run import run_sandbox
@@ -117,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
     manifest.set_defaults(run=_manifest)
     doctor = commands.add_parser("doctor", help="check Redis, the Slack token, the model and the workspace")
     doctor.set_defaults(run=_doctor)
+    purge = commands.add_parser("purge", help="remove sessions' Redis keys and workspaces now")
+    which = purge.add_mutually_exclusive_group(required=True)
+    which.add_argument("--thread", metavar="LINK", help="every session of this Slack thread link")
+    which.add_argument("--older-than", type=float, metavar="DAYS", help="every session untouched this long")
+    purge.add_argument("--force", action="store_true", help="with --thread: remove a parked session too")
+    purge.set_defaults(run=_purge)
     sandbox = commands.add_parser(
         "sandbox", help="everything on this machine, with Slack played by a local page (prints its URL)"
     )

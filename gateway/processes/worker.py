@@ -34,7 +34,7 @@ from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import die_with_parent
 from gateway.processes.logs import configure_logging
 from gateway.processes.together import run_together
-from jobs import due_jobs, janitor, runtime
+from jobs import due_jobs, janitor, retention, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
@@ -56,6 +56,16 @@ def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
             log.warning("janitor sweep failed", exc_info=True)
         if stop.wait(every_s):
             return
+
+
+def _retention(redis: Redis, stop: threading.Event, settings: Settings) -> None:
+    """Every worker asks at each janitor tick; the lock lets one through per RETENTION_EVERY_S.
+    A thread of its own: removing large workspaces must not hold up finding dead workers."""
+    while not stop.wait(settings.JANITOR_INTERVAL_SECONDS):
+        try:
+            retention.sweep(redis, settings)
+        except Exception:  # Redis away for a moment: the next tick tries again
+            log.warning("retention sweep failed", exc_info=True)
 
 
 def _release_due(redis: Redis, stop: threading.Event) -> None:
@@ -107,7 +117,8 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     stop = threading.Event()
     url = settings.REDIS_URL or ""
     background = ((_janitor, (redis_from_url(url), stop, settings.JANITOR_INTERVAL_SECONDS)),
-                  (_release_due, (redis_from_url(url), stop)))  # fmt: skip
+                  (_release_due, (redis_from_url(url), stop)),
+                  (_retention, (redis_from_url(url), stop, settings)))  # fmt: skip
     for target, args in background:
         threading.Thread(target=target, args=args, daemon=True).start()
     try:

@@ -17,6 +17,7 @@ from redis.typing import EncodableT, FieldT
 
 from jobs.keys import MetaField, SessionKey, meta_key
 from jobs.redis_text import text_map
+from jobs.session.touched import note_touched
 
 State = Literal[
     "idle", "queued", "running", "awaiting_approval", "awaiting_agents", "cancelled", "interrupted", "failed"
@@ -65,6 +66,7 @@ class MetaHash:
 
     def __init__(self, redis: Redis, key: SessionKey) -> None:
         self.redis = redis
+        self.session = key
         self.key = meta_key(key)
 
     def read(self) -> SessionMeta:
@@ -98,7 +100,10 @@ class MetaHash:
             MetaField.JOB: job,
         }
         fields.update({name: value for name, value in optional.items() if value is not None})
-        self._set(fields)
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self.key, mapping=dict(fields.items()))
+            note_touched(pipe, self.session, now_ms)
+            pipe.execute()
 
     def request_resume(self, by: str) -> None:
         self._set({MetaField.RESUME_REQUESTED: by})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -49,6 +50,54 @@ def ensure_workspace(settings: Settings, key: SessionKey) -> Path:
     if owner is not None:
         hand_over(path, owner)
     return path
+
+
+def remove_workspace(settings: Settings, key: SessionKey) -> int:
+    """Delete the session's workspace (and a clone a dead worker left half done); returns the
+    disk bytes it held. A symlink in it is removed, never followed (shutil.rmtree works through
+    directory fds, so a link swapped in mid-way cannot lead it out); the worker runs as root when
+    the sandbox's uid owns the files, and a directory the agent made read-only is opened first."""
+    path = workspace_path(settings, key)
+    # The team's and channel's directories stay: a new session there may be creating its own.
+    return sum(_remove_tree(each) for each in (path, path.with_name(path.name + ".cloning")))
+
+
+def disk_bytes(path: Path) -> int:
+    """What `du` counts under `path`, links counted as themselves."""
+    total = 0
+    for directory, subdirectories, files in os.walk(path):
+        for name in [*subdirectories, *files]:
+            total += _blocks(os.path.join(directory, name))
+    return total + _blocks(str(path))
+
+
+def _blocks(path: str) -> int:
+    try:
+        return os.lstat(path).st_blocks * 512
+    except FileNotFoundError:
+        return 0
+
+
+def _remove_tree(path: Path) -> int:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISDIR(info.st_mode):  # a link or a file where a workspace belongs: only it goes
+        path.unlink()
+        return info.st_blocks * 512
+    size = disk_bytes(path)
+    shutil.rmtree(path, onerror=_open_and_retry)
+    return size
+
+
+def _open_and_retry(function, path: str, _error: object) -> None:  # type: ignore[no-untyped-def]
+    """A read-only directory stops a non-root worker: make it writable and try once more."""
+    parent = os.path.dirname(path)
+    os.chmod(parent, stat.S_IRWXU)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, stat.S_IRWXU)
+    function(path)
 
 
 def hand_over(path: Path, owner: tuple[int, int]) -> None:
