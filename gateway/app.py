@@ -16,6 +16,7 @@ from gateway.deps import Deps
 from gateway.listeners import actions, agent_session, commands, mentions, messages, shortcuts
 from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
+from gateway.slack_identity import IdentityUnknown, SlackIdentity
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -25,15 +26,17 @@ BAD_PAYLOAD_ERRORS = (InvalidPayload, ValidationError, KeyError, TypeError, Attr
 QUIET_EVENTS = ("assistant_thread_started", "assistant_thread_context_changed")
 
 
-def build_app(settings: Settings, redis: Redis) -> App:
+def build_app(settings: Settings, redis: Redis, identity: SlackIdentity | None = None) -> App:
     client = web_client(settings)
     app = App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
         client=client,
+        # Not Bolt's single-token authorisation: that answers 200 when auth.test fails, and
+        # Slack never redelivers the event (gateway/slack_identity.py).
+        authorize=identity or SlackIdentity(settings),
         # Listeners only write to Redis (milliseconds), so they finish before Slack gets its
         # 200: an input Slack saw acknowledged is already durable.
         process_before_response=True,
-        token_verification_enabled=False,
         # A verified request nothing listens for is acknowledged (not 404): Slack counts 404s
         # against the app, and a Socket Mode envelope left unacknowledged is delivered again.
         raise_error_for_unhandled_request=True,
@@ -64,6 +67,14 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
             body.get("event_id"),
         )
         _answer(response, 503, "Redis is unavailable; retry later")
+        return
+    if isinstance(error, IdentityUnknown):
+        # Not acknowledged, so Slack retries the event once it can say who the bot is.
+        level = logging.ERROR if error.invalid_token else logging.WARNING
+        log.log(
+            level, "%s: event %s not processed; answering 503 so Slack retries", error, body.get("event_id")
+        )
+        _answer(response, 503, "Slack is unavailable; retry later")
         return
     if isinstance(error, BAD_PAYLOAD_ERRORS):
         log.warning("invalid payload (%s: %s); nothing recorded", type(error).__name__, error)
