@@ -37,6 +37,7 @@ def test_a_mention_while_auth_test_fails_is_refused_and_its_retry_starts_the_tur
 
     assert refused.status_code == 503, refused.text
     assert recorded(redis) == ([], 0, 0)
+    assert "answering 503 so Slack retries" in stack.log("web")
     fake_slack.recover()
     for attempt in (1, 2):  # Slack's retries: the same event, marked as a redelivery
         retry = {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_error"}
@@ -59,8 +60,9 @@ def test_web_with_an_invalid_bot_token_exits_with_one_line(
     try:
         status = web.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        stack.stop()
         raise AssertionError(f"web kept running with an invalid token:\n{stack.log('web')}") from None
+    finally:
+        stack.stop()
     lines = stack.log("web").splitlines()
     assert status == 2
     assert len(lines) == 1, lines
