@@ -6,7 +6,6 @@ import json
 import logging
 from typing import Any
 
-from pydantic import ValidationError
 from redis import Redis
 from redis.exceptions import RedisError
 from slack_bolt import App, BoltResponse
@@ -16,24 +15,28 @@ from gateway.deps import Deps
 from gateway.listeners import actions, agent_session, commands, mentions, messages, shortcuts
 from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
+from gateway.slack_identity import IdentityUnknown, SlackIdentity
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# What a malformed payload raises while a listener reads it: the sender's error, answered 400.
-BAD_PAYLOAD_ERRORS = (InvalidPayload, ValidationError, KeyError, TypeError, AttributeError)
+# What the payload boundary (gateway.payload) raises for a request Slack would never send: the
+# sender's error, answered 400. Anything else a listener raises is our bug: logged, answered 500.
+BAD_PAYLOAD_ERRORS = (InvalidPayload,)
 QUIET_EVENTS = ("assistant_thread_started", "assistant_thread_context_changed")
 
 
-def build_app(settings: Settings, redis: Redis) -> App:
+def build_app(settings: Settings, redis: Redis, identity: SlackIdentity | None = None) -> App:
     client = web_client(settings)
     app = App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
         client=client,
+        # Not Bolt's single-token authorisation: that answers 200 when auth.test fails, and
+        # Slack never redelivers the event (gateway/slack_identity.py).
+        authorize=identity or SlackIdentity(settings),
         # Listeners only write to Redis (milliseconds), so they finish before Slack gets its
         # 200: an input Slack saw acknowledged is already durable.
         process_before_response=True,
-        token_verification_enabled=False,
         # A verified request nothing listens for is acknowledged (not 404): Slack counts 404s
         # against the app, and a Socket Mode envelope left unacknowledged is delivered again.
         raise_error_for_unhandled_request=True,
@@ -65,20 +68,21 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
         )
         _answer(response, 503, "Redis is unavailable; retry later")
         return
+    if isinstance(error, IdentityUnknown):
+        # Not acknowledged, so Slack retries the event once it can say who the bot is.
+        level = logging.ERROR if error.invalid_token else logging.WARNING
+        log.log(
+            level, "%s: event %s not processed; answering 503 so Slack retries", error, body.get("event_id")
+        )
+        _answer(response, 503, "Slack is unavailable; retry later")
+        return
     if isinstance(error, BAD_PAYLOAD_ERRORS):
         log.warning("invalid payload (%s: %s); nothing recorded", type(error).__name__, error)
-        _answer(response, 400, f"invalid payload: {_described(error)}")
+        _answer(response, 400, f"invalid payload: {error}")
         return
-    log.exception("listener failed for event %s", body.get("event_id"), exc_info=error)
-
-
-def _described(error: Exception) -> str:
-    if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
-    if isinstance(error, KeyError):
-        return f"{error.args[0]} is missing"
-    return str(error)
+    # Not acknowledged, so Slack retries; the traceback says where our code went wrong.
+    log.error("listener failed for event %s", body.get("event_id") or body.get("type"), exc_info=error)
+    _answer(response, 500, "internal error; retry later")
 
 
 def _acknowledge(response: BoltResponse, text: str | None) -> None:

@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
+from jobs.keys import SessionKey
+
 
 class InvalidPayload(ValueError):
     pass
@@ -45,3 +49,12 @@ def section(mapping: Any, name: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidPayload(f"{name} is missing or not an object")
     return value
+
+
+def session_key(team: str, channel: str, thread_ts: str) -> SessionKey:
+    """The session these ids name; InvalidPayload when one is not a Slack id (`C:1`, `T{x}`)."""
+    try:
+        return SessionKey(team=team, channel=channel, thread_ts=thread_ts)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise InvalidPayload(f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}") from None

@@ -21,9 +21,7 @@ def session_key_for(
     (`ts` when the payload gives it beside the message, as `message_deleted` does).
     """
     own_ts = ts or payload.text(message, "ts")
-    return SessionKey(
-        team=team, channel=channel, thread_ts=payload.optional_text(message, "thread_ts") or own_ts
-    )
+    return payload.session_key(team, channel, payload.optional_text(message, "thread_ts") or own_ts)
 
 
 def strip_bot_mention(text: str, bot_user_id: str | None) -> str:

@@ -11,7 +11,6 @@ from gateway import payload
 from gateway.deps import Deps
 from gateway.listeners._controls import act
 from gateway.listeners._inbound import tell
-from jobs.keys import SessionKey
 from jobs.session.dedupe import claim, delivery_keys
 
 log = logging.getLogger(__name__)
@@ -20,11 +19,8 @@ log = logging.getLogger(__name__)
 def register(app: App, deps: Deps) -> None:
     @app.event("agent_session_stopped")
     def on_stopped(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
-        key = SessionKey(
-            team=payload.team_id(body, context.team_id),
-            channel=payload.text(event, "channel"),
-            thread_ts=payload.text(event, "thread_ts"),
-        )
+        team, channel = payload.team_id(body, context.team_id), payload.text(event, "channel")
+        key = payload.session_key(team, channel, payload.text(event, "thread_ts"))
         user = payload.text(event, "user")
         if not claim(deps.redis, delivery_keys(key.team, body.get("event_id"), None, None)).fresh:
             return

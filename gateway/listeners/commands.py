@@ -125,7 +125,7 @@ def _skills(deps: Deps, body: dict[str, Any], rest: list[str], command: str) -> 
 def _linked_session(team: str, link: str) -> SessionKey | None:
     """The session of the thread a pasted link points at; None when it is not a thread link."""
     ref = parse_thread_link(link)
-    return None if ref is None else SessionKey(team=team, channel=ref.channel, thread_ts=ref.thread_ts)
+    return None if ref is None else payload.session_key(team, ref.channel, ref.thread_ts)
 
 
 def _not_a_link(text: str) -> str:

@@ -13,6 +13,7 @@ from slack_bolt.adapter.socket_mode import SocketModeHandler
 from gateway.app import build_app
 from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
+from gateway.slack_identity import SlackIdentity
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 
@@ -22,6 +23,8 @@ SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not t
 def serve_socket(settings: Settings) -> None:
     configure_logging()
     warn_if_nobody_approves(settings)
-    app = build_app(settings, redis_from_url(settings.REDIS_URL or ""))
+    identity = SlackIdentity(settings)
+    identity.check_at_start()  # SettingsError (one line) when Slack refuses the bot token
+    app = build_app(settings, redis_from_url(settings.REDIS_URL or ""), identity)
     handler = SocketModeHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
     handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated

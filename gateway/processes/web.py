@@ -23,6 +23,7 @@ from gateway.app import build_app
 from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
 from gateway.request_shape import body_problem, signed
+from gateway.slack_identity import SlackIdentity
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 
@@ -35,8 +36,8 @@ WEB_THREADS = 8  # listeners wait on Redis, not the CPU
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def wsgi_app(settings: Settings) -> WSGIApp:
-    return routes(_EventsEndpoint(settings))
+def wsgi_app(settings: Settings, identity: SlackIdentity | None = None) -> WSGIApp:
+    return routes(_EventsEndpoint(settings, identity or SlackIdentity(settings)))
 
 
 def routes(events: WSGIApp) -> WSGIApp:
@@ -57,8 +58,9 @@ def routes(events: WSGIApp) -> WSGIApp:
 class _EventsEndpoint:
     """POST /slack/events: Bolt's adapter, behind a check that the body is one Bolt can read."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.handler = SlackRequestHandler(build_app(settings, redis_from_url(settings.REDIS_URL or "")))
+    def __init__(self, settings: Settings, identity: SlackIdentity) -> None:
+        redis = redis_from_url(settings.REDIS_URL or "")
+        self.handler = SlackRequestHandler(build_app(settings, redis, identity))
         self.verifier = SignatureVerifier(settings.SLACK_SIGNING_SECRET or "")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -94,8 +96,9 @@ def _plain(start_response: Callable[..., Any], status: str, text: str) -> list[b
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type information
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, identity: SlackIdentity) -> None:
         self.settings = settings
+        self.identity = identity  # known in the master, so forked workers need not ask again
         super().__init__()
 
     def load_config(self) -> None:
@@ -109,7 +112,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
         self.cfg.set("post_worker_init", _freeze_what_loading_made)
 
     def load(self) -> WSGIApp:
-        return wsgi_app(self.settings)
+        return wsgi_app(self.settings, self.identity)
 
 
 def _freeze_what_loading_made(_worker: object) -> None:
@@ -123,6 +126,9 @@ def _freeze_what_loading_made(_worker: object) -> None:
 
 
 def serve(settings: Settings) -> None:
+    """Serve until stopped; SettingsError (one line) first when Slack refuses the bot token."""
     configure_logging()
     warn_if_nobody_approves(settings)
-    _Gunicorn(settings).run()
+    identity = SlackIdentity(settings)
+    identity.check_at_start()
+    _Gunicorn(settings, identity).run()

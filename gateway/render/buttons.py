@@ -37,10 +37,13 @@ class ButtonValue:
         """None for a value threadline did not write (or an old, unreadable one)."""
         try:
             data = json.loads(raw) if isinstance(raw, str) else None
-            if not isinstance(data, dict):
-                return None
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("s"), str):
+            return None  # JSON, but not the object encode() writes
+        try:
             session = SessionKey.parse(data["s"])
-        except (ValueError, KeyError, TypeError):
+        except ValueError:  # not three ids, or one that is not a Slack id
             return None
         return cls(session, _text_or_none(data.get("a")), _text_or_none(data.get("c")))
 

@@ -63,6 +63,25 @@ CASES = {
         JSON,
         "thread_ts is missing",
     ),
+    "native stop with a forged thread": (
+        event({"type": "agent_session_stopped", "channel": "C1", "thread_ts": "1.2:3", "user": "U1"}),
+        JSON,
+        "thread_ts: Value error",
+    ),
+    "dm with a numeric thread_ts": (
+        event(
+            {
+                "type": "message",
+                "channel_type": "im",
+                "channel": "D1",
+                "user": "U1",
+                "ts": "1.2",
+                "thread_ts": 1,
+            }
+        ),
+        JSON,
+        "thread_ts is not a string",
+    ),
     "form payload not json": (b"payload=%7Bnot", FORM, "the payload field is not JSON"),
     "form payload a list": (b"payload=%5B1%5D", FORM, "the payload field is not a JSON object"),
     "click without actions": (
@@ -82,6 +101,24 @@ CASES = {
         ),
         JSON,
         "event.assistant_thread lacks channel_id or thread_ts",
+    ),
+    "click by a user that is not an object": (
+        interaction(
+            {
+                "type": "block_actions",
+                "user": "U1",
+                "team": {"id": "T111"},
+                "actions": [{"action_id": "tl_stop", "value": '{"s":"T111:C1:1.2"}'}],
+            }
+        ),
+        FORM,
+        "user is not an object",
+    ),
+    "skill command with a forged team": (
+        b"command=%2Fagent&text=skill+x+https%3A%2F%2Fa.slack.com%2Farchives%2FC1%2Fp1700000000000001"
+        b"&team_id=T%3A1&channel_id=C1&user_id=U1",
+        FORM,
+        "team: Value error",
     ),
     "command without user": (
         b"command=%2Fagent&text=cancel&team_id=T1&channel_id=C1",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from agent.wire import AppendLoopEvent, ToolCallEvent
+from gateway.listeners.actions import STALE
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
@@ -177,6 +180,17 @@ def test_a_button_naming_another_workspaces_session_is_refused(stack, fake_slack
     foreign = dict(card)
     foreign["blocks"] = json.loads(json.dumps(card["blocks"]).replace("T111:", "T999:"))
     assert click(stack, fake_slack, foreign, "Stop") == "That button no longer belongs to a session here."
+
+
+@pytest.mark.parametrize("value", ['{"s":5}', "[]", '"x"', '{"s":{"team":"T111"}}'])
+def test_a_button_value_of_the_wrong_shape_is_answered_as_stale(stack, fake_slack, redis, value):
+    payload = block_action("tl_stop", value, response_url=response_url(fake_slack))
+
+    answered = stack.send_interaction(payload)
+
+    assert answered.status_code == 200
+    assert [r.get("text") for r in responses(fake_slack)] == [STALE]
+    assert redis.keys("tl:{*") == []
 
 
 def test_the_stop_shortcut_on_any_message_of_the_thread(stack, fake_slack, busy_turns):

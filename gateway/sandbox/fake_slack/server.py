@@ -1,7 +1,7 @@
 """The fake Slack's HTTP side: the Web API under /api/, response_url posts and file uploads.
 
 Each Web API call goes through `FakeSlack.dispatch`: a scripted fault (HTTP 429 with
-Retry-After, 5xx, a Slack error code, a slow answer) when one is due, else the method itself
+Retry-After, 5xx, a Slack error code, a slow answer, no answer at all) when one is due, else the method itself
 (`methods.SlackMethods`) over the fake's state (`state.SlackState`); every call is logged.
 
     fake = FakeSlack(bot_token="xoxb-test").start()
@@ -22,6 +22,10 @@ from gateway.sandbox.fake_slack.state import Call, Fault, Message, SlackError, S
 from gateway.sandbox.fake_socket_mode import FakeSocketMode
 
 Answer = tuple[int, dict[str, Any], dict[str, str]]  # HTTP status, JSON body, headers
+
+
+class HangUp(Exception):
+    """A fault that answers nothing: the connection is closed as if Slack were unreachable."""
 
 
 class FakeSlack:
@@ -80,6 +84,10 @@ class FakeSlack:
         with self.state.lock:
             self.state.faults.append(fault)
 
+    def recover(self) -> None:
+        """Drop every fault still pending: Slack answers normally again."""
+        self.state.clear_faults()
+
     def next_ts(self) -> str:
         return self.state.next_ts()
 
@@ -109,6 +117,9 @@ class FakeSlack:
     def _fault_answer(self, method: str, args: dict[str, Any], fault: Fault) -> Answer:
         if fault.delay_s:
             time.sleep(fault.delay_s)
+        if fault.hang_up:
+            self.state.record_call(method, args, "fault:hang_up")
+            raise HangUp(method)
         headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
         error = fault.error or ("ratelimited" if fault.status == 429 else "fatal_error")
         self.state.record_call(method, args, f"fault:{fault.status}:{error}")
@@ -131,17 +142,23 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
             except SlackError as error:
                 return self._send(200, {"ok": False, "error": error.error}, {})
             token = _bearer(self.headers.get("Authorization")) or args.pop("token", None)
-            status, body, headers = fake.dispatch(path.removeprefix("/api/"), args, token)
-            self._send(status, body, headers)
+            self._call(path.removeprefix("/api/"), args, token)
 
         def do_GET(self) -> None:
             parsed = urlparse(self.path)
             if parsed.path.startswith("/api/"):
                 args = dict(parse_qsl(parsed.query))
                 token = _bearer(self.headers.get("Authorization")) or args.pop("token", None)
-                status, body, headers = fake.dispatch(parsed.path.removeprefix("/api/"), args, token)
-                return self._send(status, body, headers)
+                return self._call(parsed.path.removeprefix("/api/"), args, token)
             self._send(404, {"ok": False, "error": "not_found"}, {})
+
+        def _call(self, method: str, args: dict[str, Any], token: str | None) -> None:
+            try:
+                status, body, headers = fake.dispatch(method, args, token)
+            except HangUp:
+                self.close_connection = True
+                return
+            self._send(status, body, headers)
 
         def _response_url(self, path: str, raw: bytes) -> None:
             try:

@@ -52,6 +52,8 @@ class Fault:
     after_work: bool = False
     # More fields for the error answer, as Slack sends them (`response_metadata`, `warning` …).
     extra: dict[str, Any] = field(default_factory=dict)
+    # Close the connection without answering: Slack unreachable for the caller.
+    hang_up: bool = False
 
 
 @dataclass
@@ -137,6 +139,11 @@ class SlackState:
                     fault.count -= 1
                     return fault
         return None
+
+    def clear_faults(self) -> None:
+        """Slack is well again: every scripted fault still pending is dropped."""
+        with self.lock:
+            self.faults.clear()
 
     def record_call(self, method: str, args: dict[str, Any], outcome: str) -> None:
         with self.lock:

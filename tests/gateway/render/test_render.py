@@ -128,7 +128,13 @@ def test_inline_code_is_short_and_single_line():
     assert inline_code("  ") == ""
 
 
-@pytest.mark.parametrize("raw", [None, "", "{", "[]", '{"s": "bad"}', '{"s": "T:C"}', 42])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        *[None, "", "{", "[]", '"x"', '{"s": "bad"}', '{"s": "T:C"}', 42],
+        *['{"s":5}', '{"s":null}', '{"s":["T","C","1"]}', '{"s":{"team":"T111"}}'],  # JSON, wrong shape
+    ],
+)
 def test_button_values_threadline_did_not_write_decode_to_none(raw):
     assert ButtonValue.decode(raw) is None
 

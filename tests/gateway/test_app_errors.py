@@ -1,0 +1,79 @@
+"""How the Bolt app answers a listener's failure: a bad request is 400, our own bug is 500.
+
+A listener's bug must not look like the sender's mistake: it is logged as an error with its
+traceback and answered 500, so Slack retries (and someone notices); only what the payload
+boundary refuses (`InvalidPayload`) is a 400 with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from slack_bolt import BoltRequest
+
+from gateway.app import build_app
+from gateway.render.buttons import INSPECT, ButtonValue
+from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.signing import interaction_request
+from jobs.keys import SessionKey
+from jobs.session.store import SessionStore
+from jobs.settings import Settings
+from tests.slack_events import block_action
+
+SECRET = "test-signing-secret"
+KEY = SessionKey(team="T111", channel="C111", thread_ts="1700000000.000001")
+
+# A wire log our own code cannot read: the listener that reads it fails on its own data.
+BROKEN_WIRE = {
+    "KeyError": {"x": "entry without its record field"},
+    "TypeError": {"r": "[1, 2]"},
+}
+
+
+@pytest.fixture
+def app(redis, redis_url: str, fake_slack: FakeSlack):
+    settings = Settings(
+        SLACK_SIGNING_SECRET=SECRET,
+        SLACK_BOT_TOKEN=fake_slack.state.bot_token,
+        SLACK_API_URL=fake_slack.api_url,
+        REDIS_URL=redis_url,
+    )
+    return build_app(settings, redis)
+
+
+def click(app, fake_slack: FakeSlack, action_id: str, value: str):
+    payload = block_action(action_id, value, response_url=f"{fake_slack.url}/response/1")
+    body, headers = interaction_request(SECRET, payload)
+    return app.dispatch(BoltRequest(body=body.decode(), headers=headers))
+
+
+@pytest.mark.parametrize("error", list(BROKEN_WIRE))
+def test_a_listeners_own_bug_is_a_logged_error_answered_500(app, redis, fake_slack, caplog, error):
+    redis.xadd(SessionStore(redis, KEY).wire_key, BROKEN_WIRE[error])
+    value = ButtonValue(KEY, tool_call_id="call-1").encode()
+
+    with caplog.at_level(logging.INFO, logger="gateway"):
+        response = click(app, fake_slack, INSPECT, value)
+
+    assert response.status == 500
+    assert "invalid payload" not in str(response.body)
+    failures = [r for r in caplog.records if r.name == "gateway.app" and r.levelno >= logging.ERROR]
+    assert failures and failures[0].exc_info and failures[0].exc_info[0].__name__ == error
+    assert not [r for r in caplog.records if "invalid payload" in r.getMessage()]
+
+
+def test_a_payload_the_boundary_refuses_is_a_400_with_a_warning(app, fake_slack, caplog):
+    value = ButtonValue(KEY, tool_call_id="call-1").encode()
+    payload = block_action(INSPECT, value, response_url=f"{fake_slack.url}/response/1")
+    payload["user"] = "W222"  # Slack sends an object
+    body, headers = interaction_request(SECRET, payload)
+
+    with caplog.at_level(logging.INFO, logger="gateway"):
+        response = app.dispatch(BoltRequest(body=body.decode(), headers=headers))
+
+    assert response.status == 400
+    assert "user" in json.loads(response.body)["error"]
+    assert [r for r in caplog.records if r.levelno == logging.WARNING and "invalid payload" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
