@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis import Redis
 
@@ -84,7 +85,6 @@ def slash_command(
 class BusyTurn:
     key: SessionKey
     marker: str  # `sleep <marker>` is the turn's shell command, found on the host by it
-    model_requests: int  # what the model had been asked when the command started
 
 
 @dataclass
@@ -111,7 +111,7 @@ class BusyTurns:
         submit_input(self.redis, key, said, turn_timeout_s=3600)
         wait_for(lambda: host_pids(marker), timeout=30, what="the turn's shell command to run")
         assert SessionStore(self.redis, key).meta.read().state == "running"
-        return BusyTurn(key=key, marker=marker, model_requests=len(self.llm.requests))
+        return BusyTurn(key=key, marker=marker)
 
     def assert_stopped(self, turn: BusyTurn, by: str = "W222") -> None:
         """The turn really ended: cancelled, its command gone, the thread told, the model not asked again."""
@@ -125,7 +125,9 @@ class BusyTurns:
             ),
             what=f"{said!r} in the thread",
         )
-        assert len(self.llm.requests) == turn.model_requests
+        # Not asked again: no request carries the stopped call's result. (A count of requests
+        # would also catch a slow duplicate of the first one, retried by the client under load.)
+        assert not [r for r in self.llm.requests if _carries_result(r, "c1")]
 
     def assert_still_running(self, turn: BusyTurn) -> None:
         assert SessionStore(self.redis, turn.key).meta.read().state == "running"
@@ -136,3 +138,7 @@ class BusyTurns:
         for pid in [pid for marker in self.markers for pid in host_pids(marker)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _carries_result(request: dict[str, Any], tool_call_id: str) -> bool:
+    return any(m.get("role") == "tool" and m.get("tool_call_id") == tool_call_id for m in request["messages"])
