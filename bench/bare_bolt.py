@@ -15,6 +15,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 from gateway.processes.web import WSGIApp, _Gunicorn, routes
 from gateway.slack_client import web_client
+from gateway.slack_identity import SlackIdentity
 from jobs.settings import Settings
 
 
@@ -43,7 +44,8 @@ class _BareGunicorn(_Gunicorn):
 
 
 def main() -> None:
-    _BareGunicorn(Settings.load().require("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN")).run()
+    settings = Settings.load().require("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN")
+    _BareGunicorn(settings, SlackIdentity(settings)).run()  # the bare app never asks who it is
 
 
 if __name__ == "__main__":
