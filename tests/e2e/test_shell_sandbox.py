@@ -222,6 +222,13 @@ def _kill(sleeps: list[str]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def git_in_a_new_session(redis, fake_slack, fake_llm: FakeLLM, command: str, index: int) -> str:
+    fake_llm.script(calls((f"g{index}", "shell", {"command": command, "timeout": 20})), text(f"ran {index}"))
+    session = Session(redis, fake_slack, f"git please {index}")
+    wait_for(lambda: f"ran {index}" in session.bot_texts(), timeout=60, what="the answer")
+    return tool_results(fake_llm.accepted()[-1])[f"g{index}"]
+
+
 def test_git_works_in_the_sandbox_of_sessions_sharing_a_repository_store(
     make_stack, redis, fake_slack, fake_llm: FakeLLM, tmp_path
 ):
@@ -234,14 +241,9 @@ def test_git_works_in_the_sandbox_of_sessions_sharing_a_repository_store(
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "first commit"], check=True)
     make_stack(CHANNEL_REPOS=json.dumps({CHANNEL: str(repo)}))
-    seen = []
-    for index in range(2):
-        command = "git log --oneline; git status --short; echo exit=$?; cat .git/objects/info/alternates"
-        fake_llm.script(calls((f"g{index}", "shell", {"command": command, "timeout": 20})), text(f"ran {index}"))
-        session = Session(redis, fake_slack, f"git please {index}")
-        wait_for(lambda: f"ran {index}" in session.bot_texts(), timeout=60, what="the answer")
-        seen.append(tool_results(fake_llm.accepted()[-1])[f"g{index}"])
+    command = "git log --oneline; git status --short; echo exit=$?; cat .git/objects/info/alternates"
+    seen = [git_in_a_new_session(redis, fake_slack, fake_llm, command, index) for index in range(2)]
     for output in seen:
         assert "first commit" in output and "exit=0" in output, output
-    stores = {output.split("exit=0")[1].strip() for output in seen}
+    stores = {output.split("exit=0")[1].split()[0] for output in seen}
     assert len(stores) == 1 and stores.pop().endswith("/objects")  # one shared store, named by both
