@@ -9,6 +9,12 @@ answers at once, for RQ's forking `Worker` and for `SimpleWorker`, side by side:
 - turns per second: N sessions submitted together, until every one has its answer;
 - Redis bytes written per turn (INFO total_net_input_bytes) on a session that already has
   10 and 1,000 turns behind it.
+
+    python -m bench.turns --progress [--redis …]
+
+measures only the progress card's cost (issue 18): a turn of 10, 100 and 500 tool steps and its
+delivery, in-process; the Redis bytes the session holds after it (MEMORY USAGE of its keys, the
+outbox apart) and the bytes Redis received.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from pathlib import Path
 from redis import Redis
 
 from agent.messages import assistant_message, user_message
-from agent.testing import FakeLLM, Reply, text
+from agent.testing import FakeLLM, Reply, calls, text
 from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
@@ -35,6 +41,7 @@ from jobs.session.user_input import UserInput
 POLL_S = 0.001
 INFO_COMMAND_BYTES = len(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
 WORKERS = 2
+PROGRESS_STEPS = (10, 100, 500)
 
 
 class Clock:
@@ -140,6 +147,52 @@ def bytes_per_turn(
     return statistics.median(measured)
 
 
+def progress_bytes(redis: Redis, slack: FakeSlack, steps: int) -> dict[str, int]:
+    """One turn of `steps` tool calls and its delivery, in-process: bytes held and received."""
+    llm = FakeLLM().start()
+    llm.script(*(calls((f"c{i}", "glob", {"pattern": f"step{i}-*"})) for i in range(steps)), text("done"))
+    try:
+        _in_process(redis, slack, llm)
+        import gateway.delivery.job
+        import jobs.turn.runner
+
+        key, user_input = session(slack, steps, "progress")
+        before = int(redis.info("stats")["total_net_input_bytes"])
+        submit_input(redis, key, user_input, turn_timeout_s=600)
+        jobs.turn.runner.run_turn(str(key))
+        gateway.delivery.job.deliver(str(key))
+        received = int(redis.info("stats")["total_net_input_bytes"]) - before - INFO_COMMAND_BYTES
+    finally:
+        llm.stop()
+    store = SessionStore(redis, key)
+    held = sum(redis.memory_usage(name) or 0 for name in redis.scan_iter(match=key.redis_key("*")))
+    return {"held": held, "outbox": redis.memory_usage(store.outbox_key) or 0, "received": received}
+
+
+def _in_process(redis: Redis, slack: FakeSlack, llm: FakeLLM) -> None:
+    settings = {"REDIS_URL": _url(redis), "LLM_BASE_URL": llm.base_url, "LLM_MODEL": "fake"}
+    os.environ.update(settings, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=slack.api_url, APPROVAL_TOOLS="")
+    os.environ.setdefault("AGENT_WORKDIR", tempfile.mkdtemp(prefix="bench-progress-"))
+    os.environ["MAX_STEPS_PER_TURN"] = str(PROGRESS_STEPS[-1] + 1)
+    from jobs import runtime
+
+    runtime.settings.cache_clear()
+    runtime.redis_client.cache_clear()
+
+
+def progress_main(redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    redis.flushdb()
+    slack = FakeSlack(bot_token=BOT_TOKEN).start()
+    try:
+        print(f"{'tool steps':>10}{'session bytes held':>20}{'outbox bytes':>14}{'bytes received':>16}")
+        for steps in PROGRESS_STEPS:
+            got = progress_bytes(redis, slack, steps)
+            print(f"{steps:>10}{got['held']:>20,}{got['outbox']:>14,}{got['received']:>16,}")
+    finally:
+        slack.stop()
+
+
 def _url(redis: Redis) -> str:
     kwargs = redis.connection_pool.connection_kwargs
     return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
@@ -169,7 +222,11 @@ def main() -> None:
     )
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    parser.add_argument("--progress", action="store_true", help="only the progress card's bytes")
     args = parser.parse_args()
+    if args.progress:
+        progress_main(args.redis)
+        return
     results = {name: run_class(name, args.redis, args.sessions) for name in ("fork", "simple")}
     print(f"{WORKERS} worker processes, model answers at once; {args.sessions} sessions for throughput")
     print("bytes: one turn plus its delivery, in-process, median of 5 (the same code either way)")

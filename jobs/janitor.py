@@ -47,7 +47,6 @@ log = logging.getLogger(__name__)
 
 JANITOR_EVERY_S = 10  # with the 20 s lease, a dead worker is noticed within 30 s
 CANCEL_BACKSTOP_S = 15  # a turn still running this long after a cancel is stopped through RQ
-LAST_CARD_SCAN = 200  # outbox entries to look back through for the turn's progress card
 INTERRUPTED_TEXT = (
     "The worker running this turn stopped unexpectedly. Nothing was re-run; "
     "`!resume` continues with the unknown results marked as such."
@@ -135,16 +134,17 @@ def _notice_once(store: SessionStore, tool_call_id: str, notice: UnknownResultNo
 
 
 def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
-    """Re-post the turn's last progress card in its final state; running tools become unknown."""
-    for _, notice in store.recent_notices(LAST_CARD_SCAN):
-        if isinstance(notice, ProgressNotice) and notice.card.turn_id == turn_id:
-            tools = [
-                line.model_copy(update={"state": "unknown"}) if line.state == "running" else line
-                for line in notice.card.tools
-            ]
-            card = notice.card.model_copy(update={"state": state, "tools": tools, "updated_at": time.time()})
-            store.post_notice(ProgressNotice(turn_id=turn_id, card=card))
-            return
+    """Show the turn's last progress card in its final state; running tools become unknown."""
+    snapshot = store.card_snapshot(turn_id)
+    if snapshot is None:
+        return
+    _, card = snapshot
+    tools = [
+        line.model_copy(update={"state": "unknown"}) if line.state == "running" else line
+        for line in card.tools
+    ]
+    final = card.model_copy(update={"state": state, "tools": tools, "updated_at": time.time()})
+    store.post_notice(ProgressNotice(turn_id=turn_id, card=final))
 
 
 def _stop_if_ignoring_cancel(store: SessionStore) -> None:

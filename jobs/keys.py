@@ -240,6 +240,13 @@ def card_key(key: SessionKey) -> str:
     return key.redis_key("card")
 
 
+def progress_key(key: SessionKey) -> str:
+    """Hash: per turn, the newest progress card the thread should show (`<turn>`), its version
+    (`<turn>#v`) and the one outbox entry that places it in the thread (`<turn>#at`)
+    (jobs.session.store)."""
+    return key.redis_key("progress")
+
+
 def card_children_key(key: SessionKey) -> str:
     """Hash: tool call id (`<id>#<item>` for a swarm item) → its sub-agent's card lines JSON
     (jobs.delegation.tree_cards)."""
@@ -282,7 +289,8 @@ def ledger_notes_key(key: SessionKey) -> str:
 
 
 def pending_cards_key(key: SessionKey) -> str:
-    """Hash: turn id → the latest card snapshot waiting for its edit slot (gateway.delivery.cards)."""
+    """Hash: turn id → the version of its newest card not shown yet: a snapshot written after the
+    turn's outbox entry, or one waiting for its edit slot (jobs.session.store, gateway.delivery.cards)."""
     return key.redis_key("cards_pending")
 
 
@@ -313,7 +321,7 @@ def fixed_session_keys(key: SessionKey) -> list[str]:
              turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
              card_children_key, card_lock_key, delivery_queued_key, delivering_key, ledger_key,
-             in_flight_key, ledger_notes_key, pending_cards_key, subagents_key)  # fmt: skip
+             in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 

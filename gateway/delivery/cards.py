@@ -1,9 +1,14 @@
 """One progress card per turn: posted once there is something to show (a tool call, a note),
-then edited with the latest snapshot.
+then edited with the newest snapshot.
 
-Edits of a running card come at most every `EDIT_EVERY_S`; a snapshot that arrives sooner is
-kept as the card's pending snapshot and shown by a delivery scheduled for when the card may
-change again (newer snapshots replace it meanwhile). A final snapshot is shown at once.
+The outbox holds one entry per turn, at the place of its first snapshot; the card itself is the
+newest snapshot in the session's progress hash (`SessionStore.card_snapshot`), with a version
+that grows with every snapshot. A snapshot written after the entry marks the turn in
+`cards_pending`; the delivery shows pending cards before the next notice it posts and at the
+end of each run, so a card never falls behind what follows it (the final card before the answer).
+Edits of a running card come at most every `EDIT_EVERY_S`; a snapshot that arrives sooner stays
+pending and a delivery is scheduled for when the card may change again. A final snapshot is
+shown at once.
 """
 
 from __future__ import annotations
@@ -16,22 +21,33 @@ from gateway.delivery.timers import deliver_later
 from gateway.render.notices import SlackMessage
 from gateway.render.progress_card import card_blocks, card_text
 from jobs.keys import pending_cards_key
+from jobs.lua import lua
 from jobs.redis_text import text
-from jobs.session.notices import ProgressNotice
+from jobs.session.notices import TurnCard
 from jobs.session.store import SessionStore
 
 EDIT_EVERY_S = 3.0  # Slack's chat.update is rate limited; a card changing faster is unreadable
 RUNNING_CARD = "running_card"  # note: the turn whose card shows "running", for status refreshes
+LEGACY_VERSION = 0  # an outbox entry written with its card inside (before the progress hash)
+
+# Forget a pending card once the version shown covers it; a newer snapshot written meanwhile
+# stays pending. A value that is not a number was left by an older delivery: it goes.
+_SETTLE = """
+local pending = redis.call('HGET', KEYS[1], ARGV[1])
+if pending and (tonumber(pending) == nil or tonumber(pending) <= tonumber(ARGV[2])) then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+"""
 
 
-def status_text(notice: ProgressNotice) -> str:
-    running = [tool.name for tool in notice.card.tools if tool.state == "running"]
+def status_text(card: TurnCard) -> str:
+    running = [tool.name for tool in card.tools if tool.state == "running"]
     return f"is running {', '.join(running)}…" if running else "is thinking…"
 
 
-def stream_order(entry_id: str) -> tuple[int, int]:
-    millis, _, seq = entry_id.partition("-")
-    return int(millis), int(seq or 0)
+def version_note(turn_id: str) -> str:
+    """Ledger note: the card version last shown; present once the turn's entry was reached."""
+    return f"card:{turn_id}:version"
 
 
 class Cards:
@@ -42,69 +58,68 @@ class Cards:
         self.status = status
         self.pending_key = pending_cards_key(store.key)
 
-    def show(self, notice_id: str, notice: ProgressNotice) -> None:
-        card = notice.card
-        entry = f"card:{card.turn_id}"
-        applied = self.ledger.note(f"{entry}:shown")
-        if applied and stream_order(applied) >= stream_order(notice_id):
+    def show(self, turn_id: str, legacy: TurnCard | None = None) -> None:
+        """Show the turn's newest card (the turn's outbox entry, or a pending snapshot)."""
+        snapshot = self.store.card_snapshot(turn_id)
+        if snapshot is None and legacy is None:
             return
-        ts = self.ledger.ts(entry)
-        if ts is None and not (card.tools or card.note):
-            # Nothing to show yet but "working": the status says that without a message, and a
-            # turn that only thinks and answers leaves no card behind.
-            self._shown(entry, notice_id, notice)
+        version, card = snapshot if snapshot is not None else (LEGACY_VERSION, legacy)
+        assert card is not None
+        applied = self.ledger.note(version_note(turn_id))
+        if applied is not None and version != LEGACY_VERSION and int(applied) >= version:
+            self._settle(turn_id, int(applied))
             return
-        if ts is None:
-            ts, posted = self.poster.post_once(entry, self._message(notice))
-            if posted:
-                self.status.message_posted()
-                self._shown(entry, notice_id, notice)
-                return
-        wait = float(self.ledger.note(f"{entry}:edited_at") or 0) + EDIT_EVERY_S - time.time()
-        if card.state == "running" and wait > 0:
-            self.store.redis.hset(self.pending_key, card.turn_id, notice_id)
-            deliver_later(self.store.redis, self.store.key, "card", wait)
-            return
-        self.poster.update(ts, self._message(notice))
-        self._shown(entry, notice_id, notice)
+        self._show(turn_id, version, card)
 
     def show_due(self) -> None:
-        """Show pending snapshots whose card may change now (called by every delivery run)."""
-        for turn_id, notice_id in self.store.redis.hgetall(self.pending_key).items():
-            notice = self._read(text(notice_id))
-            self.store.redis.hdel(self.pending_key, turn_id)
-            if isinstance(notice, ProgressNotice):
-                self.show(text(notice_id), notice)
+        """Show pending snapshots of cards already in the thread whose card may change now: a
+        turn whose entry the cursor has not reached yet is shown there, in its place."""
+        for turn_id in self.store.redis.hkeys(self.pending_key):
+            turn = text(turn_id)
+            if self.ledger.note(version_note(turn)) is not None:
+                self.show(turn)
 
     def refresh_status(self) -> None:
         """Keep "is working…" alive while a card runs (Slack drops it after two minutes)."""
         if self.ledger.note(RUNNING_CARD):
             self.status.refresh_if_due()
 
-    def _shown(self, entry: str, notice_id: str, notice: ProgressNotice) -> None:
-        turn_id = notice.card.turn_id
-        self.ledger.set_note(f"{entry}:shown", notice_id)
+    def _show(self, turn_id: str, version: int, card: TurnCard) -> None:
+        entry = f"card:{turn_id}"
+        ts = self.ledger.ts(entry)
+        if ts is None and not (card.tools or card.note):
+            # Nothing to show yet but "working": the status says that without a message, and a
+            # turn that only thinks and answers leaves no card behind.
+            self._shown(entry, version, card)
+            return
+        if ts is None:
+            ts, posted = self.poster.post_once(entry, self._message(card))
+            if posted:
+                self.status.message_posted()
+                self._shown(entry, version, card)
+                return
+        wait = float(self.ledger.note(f"{entry}:edited_at") or 0) + EDIT_EVERY_S - time.time()
+        if card.state == "running" and wait > 0:
+            self.store.redis.hset(self.pending_key, turn_id, version)
+            deliver_later(self.store.redis, self.store.key, "card", wait)
+            return
+        self.poster.update(ts, self._message(card))
+        self._shown(entry, version, card)
+
+    def _shown(self, entry: str, version: int, card: TurnCard) -> None:
+        turn_id = card.turn_id
+        self.ledger.set_note(version_note(turn_id), str(version))
         self.ledger.set_note(f"{entry}:edited_at", f"{time.time():.3f}")
-        self.store.redis.hdel(self.pending_key, turn_id)
-        if notice.card.state == "running":
+        self._settle(turn_id, version)
+        if card.state == "running":
             self.ledger.set_note(RUNNING_CARD, turn_id)
-            self.status.working(status_text(notice))
+            self.status.working(status_text(card))
         elif self.ledger.note(RUNNING_CARD) == turn_id:
             self.ledger.set_note(RUNNING_CARD, "")
             self.status.clear()
 
-    def _message(self, notice: ProgressNotice) -> SlackMessage:
-        card = notice.card
+    def _settle(self, turn_id: str, version: int) -> None:
+        lua(self.store.redis, _SETTLE)(keys=[self.pending_key], args=[turn_id, version])
+
+    def _message(self, card: TurnCard) -> SlackMessage:
         return SlackMessage(text=card_text(card), blocks=card_blocks(card, self.store.key))
-
-    def _read(self, notice_id: str) -> ProgressNotice | None:
-        for found_id, notice in self.store.notices(after=_before(notice_id), count=1):
-            if found_id == notice_id and isinstance(notice, ProgressNotice):
-                return notice
-        return None
-
-
-def _before(entry_id: str) -> str:
-    """The stream id just before `entry_id`, so an exclusive range starting there includes it."""
-    millis, seq = stream_order(entry_id)
-    return f"{millis}-{seq - 1}" if seq else f"{millis - 1}-{2**63 - 1}"

@@ -2,13 +2,15 @@
 
 One deliverer per thread at a time (a renewed lock); a cursor in the session's meta says how
 far the outbox was delivered, and the ledger (outbox id → Slack ts, with in-flight marks)
-makes a retried or crashed delivery post nothing twice. Progress snapshots are coalesced
-(only a turn's latest is shown); answers and every other notice are posted, in order, always.
+makes a retried or crashed delivery post nothing twice. A turn's progress is one entry that
+shows its newest card (gateway.delivery.cards); answers and every other notice are posted, in
+order, always.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -123,22 +125,21 @@ class Delivery:
 
     def _drain(self) -> int:
         entries = self.store.notices(after=self._cursor())
-        latest = {n.card.turn_id: i for i, (_, n) in enumerate(entries) if isinstance(n, ProgressNotice)}
         for notice_id, notice in entries:
-            if isinstance(notice, ProgressNotice):
-                # Only a turn's latest snapshot is shown, but at the place of its first one, so
-                # a card posted in this batch still comes before the answer that follows it.
-                newest_id, newest = entries[latest[notice.card.turn_id]]
-                self._deliver_one(newest_id, newest)
-            else:
-                self._deliver_one(notice_id, notice)
+            if not isinstance(notice, ProgressNotice):
+                # Cards already in the thread catch up first: the final card before the answer.
+                self._deliver_one(notice_id, notice, self.cards.show_due)
+            # A turn's one progress entry shows its newest card, at the place of its first snapshot.
+            self._deliver_one(notice_id, notice)
             self.store.meta.set_delivered(notice_id)
         return len(entries)
 
-    def _deliver_one(self, notice_id: str, notice: Notice) -> None:
+    def _deliver_one(self, notice_id: str, notice: Notice, step: Callable[[], None] | None = None) -> None:
         try:
-            if isinstance(notice, ProgressNotice):
-                self.cards.show(notice_id, notice)
+            if step is not None:
+                step()
+            elif isinstance(notice, ProgressNotice):
+                self.cards.show(notice.card.turn_id, legacy=notice.card)
             else:
                 self.posting.post(notice_id, notice)
         except SlackApiError as error:

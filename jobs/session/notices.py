@@ -1,8 +1,9 @@
 """Notices: what a turn wants the thread to show, queued in the session's outbox stream.
 
 The turn writes notices; the delivery job (gateway) renders and posts them in order. A
-progress notice is a snapshot of the turn's card (the delivery job edits one message per turn
-with the latest snapshot); every other notice is posted once.
+progress notice is a snapshot of the turn's card: `SessionStore.post_notice` keeps only the
+turn's newest one (the outbox holds one entry per turn, without the card) and the delivery job
+edits one message per turn with it; every other notice is posted once.
 """
 
 from __future__ import annotations

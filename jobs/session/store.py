@@ -25,13 +25,15 @@ from jobs.keys import (
     inbox_key,
     lease_key,
     outbox_key,
+    pending_cards_key,
+    progress_key,
     wire_index_key,
     wire_key,
 )
 from jobs.lua import lua
 from jobs.redis_text import text
 from jobs.session.meta import MetaHash
-from jobs.session.notices import Notice, parse_notice
+from jobs.session.notices import Notice, ProgressNotice, TurnCard, parse_notice
 from jobs.session.user_input import UserInput
 
 # Append a record unless one with the same idempotency key was appended before; returns the
@@ -44,6 +46,8 @@ redis.call('HSET', KEYS[2], ARGV[2], id)
 return id
 """
 
+VERSION_SUFFIX = "#v"  # progress hash: `<turn>#v` counts the turn's snapshots
+ENTRY_SUFFIX = "#at"  # progress hash: `<turn>#at` is the turn's one outbox entry
 UNFENCED = "*"  # a take that may run whoever holds the lease (tests, a turn without a lease)
 UNLEASED = ""  # a take only while nobody holds the lease (the janitor's)
 
@@ -70,6 +74,22 @@ end
 redis.call('LTRIM', KEYS[1], count, -1)
 return ids
 """
+# A progress snapshot replaces the turn's card in the progress hash and bumps its version; only
+# the turn's first snapshot adds an outbox entry (a marker without the card, ARGV[3]) to place the
+# card in the thread. Later ones mark the turn in `cards_pending` for the delivery to show.
+# Returns the turn's outbox entry id.
+_POST_CARD = f"""
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local version = redis.call('HINCRBY', KEYS[1], ARGV[1] .. '{VERSION_SUFFIX}', 1)
+local at = redis.call('HGET', KEYS[1], ARGV[1] .. '{ENTRY_SUFFIX}')
+if at then
+  redis.call('HSET', KEYS[3], ARGV[1], version)
+  return at
+end
+at = redis.call('XADD', KEYS[2], '*', '{NOTICE_FIELD}', ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1] .. '{ENTRY_SUFFIX}', at)
+return at
+"""
 TAKE_ATTEMPTS = 50  # each refusal means a person changed a waiting input in the last millisecond
 
 
@@ -89,6 +109,7 @@ class SessionStore:
         self.inbox_key = inbox_key(key)
         self.outbox_key = outbox_key(key)
         self.lease_key = lease_key(key)
+        self.progress_key = progress_key(key)
         self._wire_index_key = wire_index_key(key)
         self.meta = MetaHash(redis, key)
 
@@ -153,15 +174,46 @@ class SessionStore:
     # -- outbox ------------------------------------------------------------------------
 
     def post_notice(self, notice: Notice) -> str:
+        """Queue a notice; a progress snapshot replaces its turn's card (one entry per turn)."""
+        if isinstance(notice, ProgressNotice):
+            return self._post_card(notice.card)
         return text(self.redis.xadd(self.outbox_key, {NOTICE_FIELD: notice.model_dump_json()}))
 
+    def _post_card(self, card: TurnCard) -> str:
+        marker = json.dumps({"kind": "progress", "turn_id": card.turn_id}, separators=(",", ":"))
+        keys = [self.progress_key, self.outbox_key, pending_cards_key(self.key)]
+        args = [card.turn_id, card.model_dump_json(), marker]
+        return text(lua(self.redis, _POST_CARD)(keys=keys, args=args))
+
+    def card_snapshot(self, turn_id: str) -> tuple[int, TurnCard] | None:
+        """The turn's newest card and its version, or None when the turn posted none."""
+        raw, version = self.redis.hmget(self.progress_key, [turn_id, turn_id + VERSION_SUFFIX])
+        if raw is None:
+            return None
+        return int(version or 0), TurnCard.model_validate_json(raw)
+
     def notices(self, after: str | None = None, count: int | None = None) -> list[tuple[str, Notice]]:
+        """Notices after the cursor; a turn's progress entry carries the turn's newest card."""
         start = f"({after}" if after else "-"
-        return _notices(self.redis.xrange(self.outbox_key, start, count=count))
+        return self._with_cards(self.redis.xrange(self.outbox_key, start, count=count))
 
     def recent_notices(self, count: int) -> list[tuple[str, Notice]]:
         """The newest `count` notices, newest first."""
-        return _notices(self.redis.xrevrange(self.outbox_key, count=count))
+        return self._with_cards(self.redis.xrevrange(self.outbox_key, count=count))
+
+    def _with_cards(self, reply: object) -> list[tuple[str, Notice]]:
+        found: list[tuple[str, Notice]] = []
+        for entry_id, fields in _entries(reply):
+            raw = fields[NOTICE_FIELD.encode()]
+            data = json.loads(raw)
+            if data.get("kind") == "progress" and "card" not in data:
+                snapshot = self.card_snapshot(data["turn_id"])
+                if snapshot is None:
+                    continue  # the turn's card is gone (retention); nothing to show
+                found.append((text(entry_id), ProgressNotice(turn_id=data["turn_id"], card=snapshot[1])))
+            else:
+                found.append((text(entry_id), parse_notice(raw)))
+        return found
 
     # -- meta --------------------------------------------------------------------------
 
@@ -181,12 +233,6 @@ _Entries = list[tuple[bytes, dict[bytes, bytes]]]
 
 def _entries(reply: object) -> _Entries:
     return cast(_Entries, reply)
-
-
-def _notices(reply: object) -> list[tuple[str, Notice]]:
-    return [
-        (text(entry_id), parse_notice(fields[NOTICE_FIELD.encode()])) for entry_id, fields in _entries(reply)
-    ]
 
 
 def _decode_entry(entry_id: bytes, fields: Mapping[bytes, bytes]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ COMPACTING_NOTE = "compacting the conversation…"
 
 
 class ProgressReporter:
-    """Keeps the turn's card and posts a snapshot whenever it changes (delivery coalesces edits)."""
+    """Keeps the turn's card and posts a snapshot whenever it changes; the store keeps the newest."""
 
     def __init__(self, store: SessionStore, turn_id: str, started_at: float | None = None) -> None:
         self.store = store

@@ -1,7 +1,8 @@
 """The session workspace: AGENT_WORKDIR/<team>/<channel>/<thread_ts>/, created on first use.
 
 A channel can be pointed at a codebase (CHANNEL_REPOS): the workspace of each new session in
-that channel starts as a clone of the repository. Its URL may carry a token (userinfo or a
+that channel starts as a clone of the repository, borrowing its objects from the repository's
+shared mirror (jobs/turn/mirrors.py). Its URL may carry a token (userinfo or a
 query string), and a failed clone is reported in the thread: every URL shown there or in the
 log, git's own stderr included, goes through `agent.redaction` first.
 
@@ -16,18 +17,16 @@ import logging
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
-from agent.redaction import redact_text, redact_url
+from agent.redaction import redact_url
 from agent.tools.sandbox import sandbox_user
 from jobs.keys import SessionKey
 from jobs.settings import Settings
+from jobs.turn.mirrors import refresh_mirror, run_git
 from jobs.turn.sandbox import shell_sandbox
 
 log = logging.getLogger(__name__)
-
-CLONE_TIMEOUT_S = 600  # a large repository over a slow link; a turn has an hour
 
 
 class WorkspaceError(RuntimeError):
@@ -45,7 +44,7 @@ def ensure_workspace(settings: Settings, key: SessionKey) -> Path:
         if repository is None:
             path.mkdir(parents=True, exist_ok=True)
         else:
-            _clone(repository, path)
+            _clone(settings, repository, path)
     owner = sandbox_user(shell_sandbox(settings))
     if owner is not None:
         hand_over(path, owner)
@@ -112,39 +111,17 @@ def hand_over(path: Path, owner: tuple[int, int]) -> None:
     log.info("handed %s over to uid %d for the shell sandbox", path, owner[0])
 
 
-def _clone(repository: str, path: Path) -> None:
+def _clone(settings: Settings, repository: str, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".cloning")
     shutil.rmtree(partial, ignore_errors=True)  # left by a worker that died mid-clone
-    failure = _clone_failure(repository, partial)
+    mirror, failure = refresh_mirror(settings, repository)
+    if failure is None:
+        # --no-local: a repository given as a path would otherwise be copied (hard links on one
+        # filesystem, a full copy across two) instead of borrowed from the mirror.
+        arguments = ["clone", "--quiet", "--no-local", "--reference", str(mirror), repository, str(partial)]
+        failure = run_git(arguments, repository)
     if failure is not None:
         raise WorkspaceError(f"could not clone {redact_url(repository)} for this channel: {failure}")
     partial.rename(path)  # a crash mid-clone leaves no half workspace behind
-    log.info("cloned %s into %s", redact_url(repository), path)
-
-
-def _clone_failure(repository: str, partial: Path) -> str | None:
-    """None when git cloned, else why not (redacted). Returned, not raised: git's error names
-    the command, token and all, and must not ride along as a WorkspaceError's context."""
-    command = ["git", "clone", "--quiet", repository, str(partial)]
-    # No terminal: a repository that wants credentials fails at once instead of waiting for input.
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        subprocess.run(
-            command, check=True, capture_output=True, text=True, timeout=CLONE_TIMEOUT_S, env=environment
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError) as error:
-        return _why(error, repository)
-    return None
-
-
-def _why(error: Exception, repository: str) -> str:
-    """git's complaint, with any URL in it (and the repository as given) redacted."""
-    if isinstance(error, FileNotFoundError):
-        return "git is not installed on the worker"
-    if isinstance(error, subprocess.TimeoutExpired):
-        return f"git did not finish within {CLONE_TIMEOUT_S} s"
-    stderr = (getattr(error, "stderr", None) or "").strip()
-    if repository:  # git may repeat the URL as given, query string and all
-        stderr = stderr.replace(repository, redact_url(repository))
-    return redact_text(stderr)[:300] or f"git exited with {getattr(error, 'returncode', '?')}"
+    log.info("cloned %s into %s (objects shared with %s)", redact_url(repository), path, mirror)

@@ -8,10 +8,12 @@ it (tests/sandboxing.py). Processes are found on the host by a unique `sleep` ar
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -21,9 +23,9 @@ import pytest
 from agent.testing import FakeLLM, calls, text
 from jobs.control import cancel
 from tests.e2e.agents import tool_results
-from tests.e2e.turns import Session
+from tests.e2e.turns import CHANNEL, Session
 from tests.polling import wait_for
-from tests.sandboxing import host_pids, sleep_marker, workspace_of
+from tests.sandboxing import host_pids, open_for_the_sandbox, sleep_marker, workspace_of
 
 PLANTED = "planted-secret-4f1c9e"  # in the worker's environment and in a setting
 SMALL_LIMITS = {
@@ -218,3 +220,30 @@ def _kill(sleeps: list[str]) -> None:
     for pid in [pid for s in sleeps for pid in host_pids(s)]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def git_in_a_new_session(redis, fake_slack, fake_llm: FakeLLM, command: str, index: int) -> str:
+    fake_llm.script(calls((f"g{index}", "shell", {"command": command, "timeout": 20})), text(f"ran {index}"))
+    session = Session(redis, fake_slack, f"git please {index}")
+    wait_for(lambda: f"ran {index}" in session.bot_texts(), timeout=60, what="the answer")
+    return tool_results(fake_llm.accepted()[-1])[f"g{index}"]
+
+
+def test_git_works_in_the_sandbox_of_sessions_sharing_a_repository_store(
+    make_stack, redis, fake_slack, fake_llm: FakeLLM, tmp_path
+):
+    repo = tmp_path / "team-repo"
+    repo.mkdir()
+    open_for_the_sandbox(repo)
+    (repo / "README.md").write_text("team repo\n")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first commit"], check=True)
+    make_stack(CHANNEL_REPOS=json.dumps({CHANNEL: str(repo)}))
+    command = "git log --oneline; git status --short; echo exit=$?; cat .git/objects/info/alternates"
+    seen = [git_in_a_new_session(redis, fake_slack, fake_llm, command, index) for index in range(2)]
+    for output in seen:
+        assert "first commit" in output and "exit=0" in output, output
+    stores = {output.split("exit=0")[1].split()[0] for output in seen}
+    assert len(stores) == 1 and stores.pop().endswith("/objects")  # one shared store, named by both

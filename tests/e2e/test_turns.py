@@ -17,9 +17,10 @@ from jobs.control import cancel, request_compaction, resume
 from jobs.janitor import sweep
 from jobs.queues import clear_turn_flag
 from tests.e2e.agents import content_text
-from tests.e2e.turns import Session
+from tests.e2e.turns import CHANNEL, Session
 from tests.polling import wait_for
 from tests.sandboxing import host_pids, sleep_marker, workspace_of
+from tests.thread_view import thread_texts
 from tests.unattended import UNATTENDED
 
 
@@ -42,6 +43,42 @@ def test_a_turn_with_three_tool_steps(stack: Stack, redis, fake_slack, fake_llm:
     cards = session.notices("progress")
     assert [line.state for line in cards[-1].card.tools] == ["done", "done", "done"]
     assert cards[-1].card.state == "done"
+
+
+def card_copies(redis, key) -> int:
+    """How many progress-card JSON documents the session's keys hold (each has one "steps")."""
+    held = 0
+    for name in redis.scan_iter(match=key.redis_key("*")):
+        kind = redis.type(name)
+        if kind == b"stream":
+            values = [v for _, fields in redis.xrange(name) for v in fields.values()]
+        elif kind == b"hash":
+            values = list(redis.hgetall(name).values())
+        elif kind == b"string":
+            values = [redis.get(name)]
+        else:
+            continue
+        held += sum(value.count(b'"steps":') for value in values)
+    return held
+
+
+def test_a_turn_of_many_tool_steps_keeps_one_progress_entry(
+    stack: Stack, redis, fake_slack, fake_llm: FakeLLM
+):
+    steps = 30
+    fake_llm.script(
+        *(calls((f"c{i}", "glob", {"pattern": f"step{i}-*"})) for i in range(steps)), text("Walked.")
+    )
+    session = Session(redis, fake_slack, "walk")
+    wait_for(lambda: "Walked." in session.bot_texts(), what="the answer")
+    thread = lambda: thread_texts(fake_slack, CHANNEL, session.key.thread_ts)  # noqa: E731
+    wait_for(lambda: "Done" in thread()[0], what="the final card")
+    outbox = [fields[b"n"] for _, fields in redis.xrange(session.store.outbox_key)]
+    assert sum(b'"kind":"progress"' in entry for entry in outbox) == 1
+    assert card_copies(redis, session.key) <= 2  # the newest card of the turn (and the nesting copy)
+    cards = [shown for shown in thread() if "step" in shown]
+    assert len(cards) == 1 and "Done" in cards[0]
+    assert all(f"step{i}-*" in cards[0] for i in range(steps))
 
 
 def test_a_steer_lands_after_the_running_tool_results(

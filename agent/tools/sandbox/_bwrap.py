@@ -88,6 +88,8 @@ def _filesystem(config: SandboxConfig, workspace: Path | None) -> list[str]:
     argv += ["--size", scratch, "--tmpfs", "/tmp", "--size", scratch, "--tmpfs", "/dev/shm"]
     if workspace is not None:
         argv += ["--bind", str(workspace), str(workspace)]
+    for shared in config.read_only:  # e.g. the object store a workspace's clone borrows from
+        argv += ["--ro-bind-try", shared, shared]
     # The root and /dev are bwrap's own tmpfs without a size limit: read-only, so the only
     # places to write are the workspace and the size-capped /tmp and /dev/shm.
     argv += ["--remount-ro", "/", "--remount-ro", "/dev"]

@@ -37,6 +37,9 @@ class SandboxConfig:
     uid: int = 65534  # the uid (and gid) commands run as when the worker is root
     network: bool = False  # True: the host's network (egress); False: an empty network namespace
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    # Paths the sandbox may read besides the system's (bound read-only at the same path): the
+    # shared object store of a repository clone; the workspace stays the only writable path.
+    read_only: tuple[str, ...] = ()
 
 
 UNSANDBOXED = SandboxConfig(enabled=False)

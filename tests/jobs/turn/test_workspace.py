@@ -8,7 +8,7 @@ import pytest
 from agent.testing import LocalServer, QuietHandler
 from jobs.keys import SessionKey
 from jobs.settings import Settings
-from jobs.turn.workspace import WorkspaceError, ensure_workspace, workspace_path
+from jobs.turn.workspace import WorkspaceError, disk_bytes, ensure_workspace, remove_workspace, workspace_path
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
 
@@ -33,6 +33,34 @@ def test_a_channel_pointed_at_a_repository_starts_from_a_clone(tmp_path: Path):
     path = ensure_workspace(settings, KEY)
     assert (path / "README.md").read_text() == "hello from the team repo\n"
     assert (path / ".git").is_dir()
+
+
+def test_sessions_of_a_repository_channel_share_one_object_store(tmp_path: Path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "bulk.bin").write_bytes(os.urandom(400_000))  # incompressible: a clone's pack holds it
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "bulk"], check=True)
+    settings = Settings.load(AGENT_WORKDIR=tmp_path / "ws", CHANNEL_REPOS={"C1": str(repo)})
+    other_key = KEY.model_copy(update={"thread_ts": "1700000000.000200"})
+    first, second = ensure_workspace(settings, KEY), ensure_workspace(settings, other_key)
+    stores = set()
+    for path in (first, second):
+        (alternate,) = (path / ".git/objects/info/alternates").read_text().split()
+        stores.add(Path(alternate))
+        assert disk_bytes(path / ".git/objects") < 100_000  # the 400 kB lives in the shared store
+        assert (path / "bulk.bin").stat().st_size == 400_000
+    (store,) = stores
+    assert store.is_dir() and (tmp_path / "ws").resolve() in store.parents
+    remove_workspace(settings, KEY)
+    assert store.is_dir() and not first.exists()
+    in_second = ["git", "-c", "safe.directory=*", "-C", str(second)]  # a root run hands it to the sandbox uid
+    log = subprocess.run([*in_second, "log", "--oneline"], capture_output=True, text=True)
+    status = subprocess.run([*in_second, "status", "--short"], capture_output=True, text=True)
+    assert "bulk" in log.stdout and log.returncode == 0
+    assert status.returncode == 0 and status.stdout == ""
 
 
 def test_a_repository_that_cannot_be_cloned_is_a_clear_error(tmp_path: Path):
