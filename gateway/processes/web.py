@@ -94,8 +94,8 @@ class _EventsEndpoint:
 
 
 def _framing_refused(content_length: str) -> tuple[str, str] | None:
-    """Answered from the headers alone: gunicorn then drops the unread body (and, past a few KB,
-    the connection) instead of handing it to us."""
+    """Answered from the headers alone. gunicorn then discards what was sent of the body (at
+    most 64 KiB, within 5 s) or closes the connection: nobody holds it in memory."""
     if not content_length:  # chunked, or no length said: its size is unknown until read
         return "411 Length Required", "a Content-Length is required"
     if not content_length.isdigit():  # gunicorn refuses these itself; kept for any other server
