@@ -22,7 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 from gateway.app import build_app
 from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
-from gateway.request_shape import body_problem, signed
+from gateway.request_shape import body_problem, media_type_problem, signed
 from gateway.slack_identity import SlackIdentity
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 WEB_WORKERS = int(os.environ.get("WEB_CONCURRENCY", "2"))  # one per core on the reference machine
 WEB_THREADS = 8  # listeners wait on Redis, not the CPU
+# Slack's largest requests (a message event full of blocks, a modal's submission) are tens of
+# KB; a body is held in memory whole (Bolt wants a str), so anything bigger is refused unread.
+MAX_BODY_BYTES = 1024 * 1024
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -56,7 +59,13 @@ def routes(events: WSGIApp) -> WSGIApp:
 
 
 class _EventsEndpoint:
-    """POST /slack/events: Bolt's adapter, behind a check that the body is one Bolt can read."""
+    """POST /slack/events: Bolt's adapter, behind checks that run cheapest and least trusting first.
+
+    The size and framing come from the headers, before a byte of the body is read; the signature
+    is checked on the raw bytes before anything parses them (so unsigned input is never parsed);
+    then the body is parsed once the way Bolt will parse it, with limits, and refused if Bolt
+    could not use it.
+    """
 
     def __init__(self, settings: Settings, identity: SlackIdentity) -> None:
         redis = redis_from_url(settings.REDIS_URL or "")
@@ -64,26 +73,41 @@ class _EventsEndpoint:
         self.verifier = SignatureVerifier(settings.SLACK_SIGNING_SECRET or "")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        refused = _framing_refused(environ.get("CONTENT_LENGTH") or "")
+        if refused is not None:
+            return _plain(start_response, *refused)
         body = _read_body(environ)
-        problem = body_problem(body, environ.get("CONTENT_TYPE", ""))
+        if not signed(self.verifier, body, environ):
+            return _plain(start_response, "401 Unauthorized", "invalid request signature")
+        content_type = environ.get("CONTENT_TYPE", "")
+        problem = media_type_problem(content_type)
+        if problem is not None:
+            return _plain(start_response, "415 Unsupported Media Type", problem)
+        problem = body_problem(body, content_type)
         if problem is None:
             try:
                 return self.handler(environ, start_response)
             except Exception as error:  # Bolt choking on a shape Slack never sends
                 problem = f"the request could not be read ({type(error).__name__})"
                 log.warning("%s", problem, exc_info=True)
-        if not signed(self.verifier, body, environ):
-            return _plain(start_response, "401 Unauthorized", "invalid request signature")
         return _plain(start_response, "400 Bad Request", f"invalid payload: {problem}")
 
 
+def _framing_refused(content_length: str) -> tuple[str, str] | None:
+    """Answered from the headers alone. gunicorn then discards what was sent of the body (at
+    most 64 KiB, within 5 s) or closes the connection: nobody holds it in memory."""
+    if not content_length:  # chunked, or no length said: its size is unknown until read
+        return "411 Length Required", "a Content-Length is required"
+    if not content_length.isdigit():  # gunicorn refuses these itself; kept for any other server
+        return "400 Bad Request", "the Content-Length is not a number"
+    if int(content_length) > MAX_BODY_BYTES:
+        return "413 Content Too Large", f"the body is larger than {MAX_BODY_BYTES} bytes"
+    return None
+
+
 def _read_body(environ: dict[str, Any]) -> bytes:
-    """Read the body once and put it back, so Bolt's adapter reads the same bytes."""
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    body = environ["wsgi.input"].read(length) if length > 0 else b""
+    """Read the declared length once and put it back, so Bolt's adapter reads the same bytes."""
+    body: bytes = environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"]))
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     return body
