@@ -71,6 +71,9 @@ def _team(body: Mapping[str, Any]) -> str | None:
 
 
 def _tell(respond: Respond, outcome: str | list[dict[str, Any]]) -> None:
+    if not respond.response_url:  # some surfaces' clicks carry none: the click acted, unanswered
+        log.info("click without a response_url: its answer is not shown")
+        return
     if isinstance(outcome, str):
         respond(text=outcome, response_type="ephemeral", replace_original=False)
     else:

@@ -77,6 +77,22 @@ def test_stop_on_the_progress_card_stops_the_turn_for_its_initiator_only(make_st
     busy_turns.assert_stopped(turn)
 
 
+def test_a_stop_click_without_a_response_url_still_stops_the_turn(make_stack, fake_slack, busy_turns):
+    """Slack leaves response_url out of some surfaces' clicks: the click still acts, and answers 200
+    (it used to raise inside the listener and answer 500, so Slack delivered the click again)."""
+    stack = make_stack(workers=2)
+    turn = busy_turns.start()
+    card = wait_for(
+        lambda: next((m for m in delivered(fake_slack, turn.key, 1) if "Stop" in buttons(m)), None),
+        what="the progress card with Stop",
+    )
+    payload = block_action("tl_stop", buttons(card)["Stop"], message_ts=card["ts"], response_url="")
+    del payload["response_url"]
+    assert stack.send_interaction(payload).status_code == 200
+    busy_turns.assert_stopped(turn)
+    assert responses(fake_slack) == []
+
+
 def test_resume_on_a_cancelled_notice(stack, fake_slack, fake_llm, redis):
     key = open_session(stack, fake_slack, fake_llm)
     put_in_state(redis, key, "cancelled")
