@@ -325,6 +325,12 @@ def usergroup_cache_key(team: str, group: str) -> str:
     return f"{PREFIX}:usergroup:{team}:{group}"
 
 
+def user_kind_cache_key(team: str, user: str) -> str:
+    """String: what a person is in this workspace, `member`, `guest` or `external`, from users.info
+    (gateway.authz)."""
+    return f"{PREFIX}:userkind:{team}:{user}"
+
+
 # -- field names ----------------------------------------------------------------------------------
 
 RECORD_FIELD: Final = "r"  # the one field of a wire log entry

@@ -111,6 +111,13 @@ class FakeSlack:
         with self.state.lock:
             self.state.users[user] = {"team_id": team}
 
+    def add_org_member(self, user: str, teams: list[str]) -> None:
+        """`user` belongs to several workspaces of one organisation (Enterprise Grid), the first
+        their home, as users.info says for an org-wide install."""
+        enterprise = {"enterprise_id": "E111", "teams": list(teams)}
+        with self.state.lock:
+            self.state.users[user] = {"team_id": teams[0], "enterprise_user": enterprise}
+
     def set_members(self, channel: str, members: list[str]) -> None:
         """Who is in `channel` (as conversations.members answers); the bot is added."""
         with self.state.lock:

@@ -122,6 +122,8 @@ def test_users_info_tells_members_guests_and_other_organisations_apart(fake_slac
         (False, False, "T999"),
     ]
     assert error_of(lambda: client.users_info(user="C1")) == "user_not_found"
+    fake_slack.add_org_member("W8", ["T111", "T222"])
+    assert client.users_info(user="W8")["user"]["enterprise_user"]["teams"] == ["T111", "T222"]
 
 
 def test_channel_members_come_a_page_at_a_time(fake_slack, client):
