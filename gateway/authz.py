@@ -1,5 +1,6 @@
-"""Who may do what: start sessions (allowlists, and no outsiders), act on one (its initiator and
-operators) and approve its tool calls (the approvers, never simply whoever asked).
+"""Who may do what: start sessions (allowlists, and no outsiders), see one from a link (its
+channel's members, its initiator and operators), act on one (its initiator and operators) and
+approve its tool calls (the approvers, never simply whoever asked).
 
 Operators are user ids (U…/W…) or user-group ids (S…) from SLACK_OPERATORS; a group's members
 come from `usergroups.users.list`, cached in Redis so every web process shares one answer and a
@@ -9,7 +10,8 @@ entry to one workspace (`T123:U456`, jobs.settings.listed).
 Outsiders, guests and another organisation's people in a Slack Connect channel or DM, give no
 input unless SLACK_ALLOW_EXTERNAL or SLACK_ALLOWED_USERS lets them: an event's `user_team` says
 so when it differs from the workspace; otherwise `users.info` does (events never carry guest
-status), cached like the groups.
+status), cached like the groups. A channel's members come from `conversations.members`, page
+by page, cached as a Redis set.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from redis import Redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from jobs.keys import SessionKey, user_kind_cache_key, usergroup_cache_key
+from jobs.keys import SessionKey, channel_members_cache_key, user_kind_cache_key, usergroup_cache_key
 from jobs.redis_text import text
 from jobs.session.store import SessionStore
 from jobs.settings import Settings, in_team, listed
@@ -33,12 +35,19 @@ log = logging.getLogger(__name__)
 
 GROUP_CACHE_TTL_S = 300  # membership changes are rare; five minutes of staleness is acceptable
 USER_CACHE_TTL_S = 300  # a guest made a member (or the reverse) waits this long, like a group change
+MEMBERS_CACHE_TTL_S = 300  # someone who joined waits this long at worst; one who left keeps it as long
+MEMBERS_PAGE = 999  # Slack's largest page (a limit under 1000): fewest calls inside a command's 3 s
+MEMBERS_SENTINEL = ""  # always in the cached set, so a cached empty answer is not a miss
 GROUP_PREFIX = "S"
 MEMBER, GUEST, EXTERNAL = "member", "guest", "external"
 
 OUTSIDER = (
     "You can't use the agent here: it works for this workspace's members, not for guests and people "
     "from other organisations (an admin can allow them)."
+)
+NOT_A_MEMBER = (
+    "You can't use that thread from here: you are not in its channel (the person who started it "
+    "and operators can)."
 )
 UNCHECKED = "I couldn't check your account with Slack just now. Try again in a moment."
 
@@ -107,6 +116,46 @@ class Authz:
     def may_act(self, key: SessionKey, user: str) -> bool:
         """Stop, resume, compact: the thread's initiator and the operators."""
         return self.owner(key) == user or self.is_operator(key.team, user)
+
+    def may_see(self, key: SessionKey, user: str) -> bool:
+        """Status, skills, Inspect and `/agent skill` on a linked thread: the channel's members,
+        the initiator and the operators; nobody else learns even whether a session is there."""
+        if self.owner(key) == user:
+            return True
+        return self.in_channel(key.team, key.channel, user) or self.is_operator(key.team, user)
+
+    def in_channel(self, team: str, channel: str, user: str) -> bool:
+        cache_key = channel_members_cache_key(team, channel)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.exists(cache_key)
+        pipe.sismember(cache_key, user)
+        cached, member = pipe.execute()
+        if cached:
+            return bool(member)
+        members = self.channel_members(team, channel)
+        if members is None:
+            return False  # not cached: asked again next time
+        pipe = self.redis.pipeline()
+        pipe.delete(cache_key)
+        pipe.sadd(cache_key, MEMBERS_SENTINEL, *members)
+        pipe.expire(cache_key, MEMBERS_CACHE_TTL_S)
+        pipe.execute()
+        return user in members
+
+    def channel_members(self, team: str, channel: str) -> list[str] | None:
+        """Every member of the channel, following Slack's cursor; None when Slack would not say."""
+        members: list[str] = []
+        cursor = None
+        try:
+            while True:
+                page = self.client.conversations_members(channel=channel, limit=MEMBERS_PAGE, cursor=cursor)
+                members.extend(page.get("members") or [])
+                cursor = (page.get("response_metadata") or {}).get("next_cursor")
+                if not cursor:
+                    return members
+        except SlackApiError as error:
+            log.warning("could not list members of %s in %s: %s", channel, team, error.response.get("error"))
+            return None
 
     def may_approve(self, key: SessionKey, user: str) -> bool:
         """Approve or deny a call: the approvers. With none, the initiator of a session started

@@ -102,3 +102,13 @@ def test_the_setting_or_the_allowlist_lets_outsiders_in(redis, fake_slack):
     listed_here = authz(redis, fake_slack, SLACK_ALLOWED_USERS="T111:W5")
     assert listed_here.outsider_refusal("T111", "W5") is None
     assert listed_here.outsider_refusal("T111", "W6", user_team="T999") == OUTSIDER
+
+
+def test_channel_members_are_read_once_for_every_process_and_not_when_slack_fails(redis, fake_slack):
+    fake_slack.set_members("C5", ["W1"])
+    first, second = authz(redis, fake_slack), authz(redis, fake_slack)
+    assert first.in_channel("T111", "C5", "W1") and not second.in_channel("T111", "C5", "W2")
+    assert len(fake_slack.calls("conversations.members")) == 1
+    fake_slack.inject(Fault("conversations.members", error="channel_not_found"))
+    assert first.in_channel("T111", "C6", "W222") is False  # refused, and asked again next time
+    assert first.in_channel("T111", "C6", "W222") is True
