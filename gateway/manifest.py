@@ -26,6 +26,11 @@ BOT_SCOPES = {
     "commands": "the slash command",
     "files:write": "very long answers go out as a file",
     "usergroups:read": "SLACK_OPERATORS may name user groups (S…)",
+    "users:read": "users.info: guests and other organisations' people are refused by default",
+    "channels:read": "conversations.members: a linked thread is for its channel's members",
+    "groups:read": "conversations.members of private channels",
+    "im:read": "conversations.members of DMs",
+    "mpim:read": "conversations.members of group DMs",
     "assistant:write": "the agent view and Slack's own Stop button (agent_session_stopped)",
 }
 BOT_EVENTS = (

@@ -333,6 +333,18 @@ def usergroup_cache_key(team: str, group: str) -> str:
     return f"{PREFIX}:usergroup:{team}:{group}"
 
 
+def channel_members_cache_key(team: str, channel: str) -> str:
+    """Set: a channel's member ids from conversations.members, plus "" so that an empty answer is
+    cached too (gateway.authz)."""
+    return f"{PREFIX}:members:{team}:{channel}"
+
+
+def user_kind_cache_key(team: str, user: str) -> str:
+    """String: what a person is in this workspace, `member`, `guest` or `external`, from users.info
+    (gateway.authz)."""
+    return f"{PREFIX}:userkind:{team}:{user}"
+
+
 # -- field names ----------------------------------------------------------------------------------
 
 RECORD_FIELD: Final = "r"  # the one field of a wire log entry

@@ -39,10 +39,20 @@ EXPECTED: dict[str, str] = {
     "LLM_TIMEOUT_SECONDS": "how long to wait for the model's next bytes before retrying (seconds)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
-    "SLACK_OPERATORS": "comma-separated user ids (U…) or user-group ids (S…) who may act on any session",
-    "SLACK_APPROVERS": "comma-separated user ids (U…) or user-group ids (S…) who approve or deny tool calls",
+    "SLACK_OPERATORS": (
+        "comma-separated user ids (U…) or user-group ids (S…), each optionally T…:-scoped to one"
+        " workspace, who may act on any session"
+    ),
+    "SLACK_APPROVERS": (
+        "comma-separated user ids (U…) or user-group ids (S…), each optionally T…:-scoped to one"
+        " workspace, who approve or deny tool calls"
+    ),
     "SLACK_ALLOWED_CHANNELS": "comma-separated channel ids where sessions may start (empty: every channel)",
-    "SLACK_ALLOWED_USERS": "comma-separated user ids who may start sessions (empty: everyone)",
+    "SLACK_ALLOWED_USERS": (
+        "comma-separated user ids (U…, or T…:U… for one workspace) who may start sessions"
+        " (empty: the workspace's own members)"
+    ),
+    "SLACK_ALLOW_EXTERNAL": "true or false: guests and other organisations' people may use the agent",
     "SLACK_ALLOWED_BOTS": "comma-separated bot ids whose messages may start or steer sessions (empty: none)",
     "APPROVAL_TOOLS": "comma-separated tools that ask first, beyond those that declare it (shell, http_get)",
     "APPROVAL_WAIVED_TOOLS": "comma-separated tools that declare approval but run unasked here (unsafe)",
@@ -109,6 +119,9 @@ class Settings(BaseSettings):
     SLACK_ALLOWED_CHANNELS: str = ""
     SLACK_ALLOWED_USERS: str = ""
     SLACK_ALLOWED_BOTS: str = ""
+    # Guests and other organisations' people (Slack Connect) are refused unless this opens the
+    # door to all of them, or SLACK_ALLOWED_USERS names them (gateway/authz.py).
+    SLACK_ALLOW_EXTERNAL: bool = False
     # shell and http_get ask by their own declaration; this only adds tools (checked at start).
     APPROVAL_TOOLS: str = ""
     # Unsafe by design and never a default: the explicit way to let a tool
@@ -251,6 +264,22 @@ class Settings(BaseSettings):
 
 def _id_set(value: str) -> frozenset[str]:
     return frozenset(item.strip() for item in value.split(",") if item.strip())
+
+
+def in_team(ids: frozenset[str], team: str) -> frozenset[str]:
+    """The ids of a list that count in workspace `team`: plain entries, and `team:` entries
+    without their prefix (`T123:U456` is U456 in T123 only, for org-wide installs)."""
+    counted = set()
+    for item in ids:
+        scope, _, bare = item.rpartition(":")
+        if not scope or scope == team:
+            counted.add(bare)
+    return frozenset(counted)
+
+
+def listed(ids: frozenset[str], team: str, user: str) -> bool:
+    """User `user` of workspace `team` is on the list `ids` (by id, or by a `team:user` entry)."""
+    return user in in_team(ids, team)
 
 
 def _missing_line(names: list[str]) -> str:

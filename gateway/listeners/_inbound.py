@@ -1,9 +1,12 @@
-"""A message someone wrote in Slack, on its way to a session: dedupe, controls, allowlists, submit.
+"""A message someone wrote in Slack, on its way to a session: dedupe, controls, allowlists,
+outsiders, submit.
 
 Both the `app_mention` and the `message` listener end here, so the twin deliveries of one
 @mention in a thread meet at the same dedupe keys and produce one input. A reply that comes
 before its thread's session is held until the session's first input (jobs.session.early),
-unless it is such a twin: then the `app_mention` starts the session.
+unless it is such a twin: then the `app_mention` starts the session. An outsider's message
+(gateway.authz) is never input: a mention, DM, `!word` or `!skill` of theirs is answered with
+the reason, a plain reply is left alone as the allowlists leave it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class SlackInput:
     event_id: str | None
     addressed: bool
     mentions_agent: bool = False
+    user_team: str | None = None  # the author's workspace when Slack says (Slack Connect)
 
 
 def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
@@ -77,7 +81,12 @@ def take(deps: Deps, said: SlackInput) -> str:
 def _is_input(deps: Deps, said: SlackInput) -> bool:
     """Words for the model, from someone allowed to give them (not a skill or a control word)."""
     plain = skill_request(said.text) is None and thread_word(said.text) is None
-    return plain and deps.authz.may_start(said.key.channel, said.user)
+    key = said.key
+    return plain and deps.authz.may_start(key.team, key.channel, said.user) and _outsider(deps, said) is None
+
+
+def _outsider(deps: Deps, said: SlackInput) -> str | None:
+    return deps.authz.outsider_refusal(said.key.team, said.user, said.user_team)
 
 
 def _record(deps: Deps, said: SlackInput) -> str:
@@ -105,6 +114,11 @@ def _without_session(said: SlackInput) -> WithoutSession:
 
 def _act(deps: Deps, said: SlackInput, key: SessionKey) -> str:
     request = skill_request(said.text)
+    refusal = _outsider(deps, said)
+    if refusal is not None:
+        if said.addressed or request is not None or thread_word(said.text) is not None:
+            tell(deps, key, said.user, refusal)
+        return "refused: an outsider"
     if request is not None:
         tell(deps, key, said.user, use_skill(deps, key, said.user, request, ts=said.ts))
         return f"skill {request.name}"

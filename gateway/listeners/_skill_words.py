@@ -2,7 +2,8 @@
 `/agent skills [link]`.
 
 Invoking a skill is giving the session input (the skill's instructions, as the person's own
-message), so the allowlists that govern input govern it too; listing skills is for anyone.
+message), so the allowlists and the refusal of outsiders that govern input govern it too;
+listing skills is for anyone who can see the thread.
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def use_skill(deps: Deps, key: SessionKey, user: str, request: SkillRequest, *, 
     """Deliver the skill to the session as `user`'s input; the sentence to tell them."""
     if not request.name:
         return usage(deps.settings.SLACK_COMMAND)
-    if not deps.authz.may_start(key.channel, user):
+    if not deps.authz.may_start(key.team, key.channel, user):
         return NOT_ALLOWED
+    refusal = deps.authz.outsider_refusal(key.team, user)
+    if refusal is not None:
+        return refusal
     return invoke_skill(deps.redis, deps.settings, key, request.name, request.args, by=user, ts=ts).message
 
 

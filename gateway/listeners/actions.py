@@ -3,7 +3,8 @@
 The answer goes to the click's `response_url` as an ephemeral message (the card itself changes
 through notices, for everyone). A second click on a decided approval is a no-op that says so.
 Approve is refused unless the request's card showed the whole call (gateway.render.approval_card);
-Deny always works. Inspect shows what one ephemeral message holds, and says when it is cut.
+Deny always works. Inspect shows what one ephemeral message holds, and says when it is cut,
+to the channel's members, the initiator and operators only (`Authz.may_see`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 
 from gateway import payload
+from gateway.authz import NOT_A_MEMBER
 from gateway.delivery.ledger import Ledger
 from gateway.delivery.notices import shown_request
 from gateway.deps import Deps
@@ -102,6 +104,8 @@ def _unseen(deps: Deps, key: SessionKey, approval_id: str) -> str | None:
 
 
 def _inspect(deps: Deps, value: buttons.ButtonValue, user: str) -> str | list[dict[str, Any]]:
+    if not deps.authz.may_see(value.session, user):
+        return NOT_A_MEMBER
     arguments = _tool_call_arguments(SessionStore(deps.redis, value.session), value.tool_call_id or "")
     if arguments is None:
         return "That call is not in the session's history any more."

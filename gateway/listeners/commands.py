@@ -2,8 +2,10 @@
 
 Slack never delivers a slash command typed inside a thread, so the thread comes as a pasted
 link; without one, `cancel`, `resume` and `status` act on the caller's most recent session in
-the channel the command was typed in. The answer is the command's own ephemeral response,
-given within Slack's 3 seconds because every action is a few Redis calls.
+the channel the command was typed in. A linked thread is only for its channel's members, its
+initiator and operators (`Authz.may_see`); anyone else is told so, and learns nothing of it.
+The answer is the command's own ephemeral response, given within Slack's 3 seconds because
+every action is a few Redis calls (and, once per cache period, a look at the channel's members).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from slack_bolt import Ack, App
 
 from gateway import payload
+from gateway.authz import NOT_A_MEMBER
 from gateway.deps import Deps
 from gateway.links import parse_thread_link
 from gateway.listeners._controls import NO_SESSION, Verb, act
@@ -86,7 +89,9 @@ def _target(
 ) -> tuple[SessionKey | None, str]:
     if rest:
         key = _linked_session(team, rest[0])
-        return (key, "") if key is not None else (None, _not_a_link(rest[0]))
+        if key is None:
+            return None, _not_a_link(rest[0])
+        return (key, "") if deps.authz.may_see(key, user) else (None, NOT_A_MEMBER)
     if verb not in LINK_OPTIONAL:
         return None, f"Which thread? `{command} {verb} <link to the thread>`"
     latest = latest_session(deps.redis, team, channel, user)
@@ -104,6 +109,8 @@ def _skill(deps: Deps, body: dict[str, Any], command: str) -> str:
     key = _linked_session(team, parts[2])
     if key is None:
         return _not_a_link(parts[2])
+    if not deps.authz.may_see(key, user):
+        return NOT_A_MEMBER
     if not session_exists(deps.redis, key):
         return NO_SESSION
     request = SkillRequest(parts[1], parts[3] if len(parts) > 3 else "")
@@ -116,10 +123,13 @@ def _skill(deps: Deps, body: dict[str, Any], command: str) -> str:
 
 def _skills(deps: Deps, body: dict[str, Any], rest: list[str], command: str) -> str:
     team, channel = payload.text(body, "team_id"), payload.text(body, "channel_id")
-    if rest:
-        key = _linked_session(team, rest[0])
-        return skills_text(deps, key) if key is not None else _not_a_link(rest[0])
-    return skills_text(deps, latest_session(deps.redis, team, channel, payload.text(body, "user_id")))
+    user = payload.text(body, "user_id")
+    if not rest:
+        return skills_text(deps, latest_session(deps.redis, team, channel, user))
+    key = _linked_session(team, rest[0])
+    if key is None:
+        return _not_a_link(rest[0])
+    return skills_text(deps, key) if deps.authz.may_see(key, user) else NOT_A_MEMBER
 
 
 def _linked_session(team: str, link: str) -> SessionKey | None:

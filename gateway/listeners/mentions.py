@@ -29,5 +29,6 @@ def register(app: App, deps: Deps) -> None:
             text=strip_bot_mention(payload.optional_text(event, "text") or "", context.bot_user_id),
             event_id=payload.optional_text(body, "event_id"),
             addressed=True,
+            user_team=payload.optional_text(event, "user_team"),
         )
         log.info("mention %s in %s → %s", body.get("event_id"), said.key, take(deps, said))

@@ -67,6 +67,7 @@ def _said_in(
         event_id=payload.optional_text(body, "event_id"),
         addressed=is_dm,
         mentions_agent=bool(context.bot_user_id) and f"<@{context.bot_user_id}>" in raw,
+        user_team=payload.optional_text(event, "user_team"),
     )
 
 

@@ -48,6 +48,11 @@ CASES = {
         JSON,
         "text is not a string",
     ),
+    "mention with a user_team object": (
+        event({"type": "app_mention", "ts": "1.2", "channel": "C1", "user": "U1", "user_team": {"id": "T9"}}),
+        JSON,
+        "user_team is not a string",
+    ),
     "dm without ts": (
         event({"type": "message", "channel": "D1", "channel_type": "im", "text": "hi", "user": "U1"}),
         JSON,

@@ -217,6 +217,7 @@ def test_the_twin_arriving_first_still_makes_one_input(stack, fake_slack, fake_l
 
 
 def test_the_same_channel_and_ts_in_two_workspaces_are_two_sessions(stack, fake_slack, fake_llm, redis):
+    fake_slack.add_org_member("W222", ["T111", "T222"])  # an org-wide install: W222 is in both
     root = fake_slack.add_user_message("C111", "<@UBOT0001> hi", user="W222")
     fake_llm.script(text("hello team one"), text("hello team two"))
     stack.send_event(mention("from team one", ts=root["ts"], team="T111"))

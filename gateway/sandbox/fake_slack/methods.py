@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from gateway.sandbox.fake_slack.state import (
     BOT_ID,
     BOT_USER_ID,
+    DEFAULT_MEMBERS,
     MAX_BLOCKS,
     MAX_MARKDOWN_BLOCK_CHARS,
     MAX_SECTION_CHARS,
@@ -27,6 +29,9 @@ Answer = dict[str, Any]
 Method = Callable[[Args], Answer]
 
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
+MAX_MEMBERS_PAGE = 1000  # conversations.members takes a limit under 1000
+DEFAULT_MEMBERS_PAGE = 100
 
 
 class SlackMethods:
@@ -40,6 +45,8 @@ class SlackMethods:
         self._by_name: dict[str, Method] = {
             "auth.test": self.auth_test,
             "usergroups.users.list": self.usergroup_users,
+            "users.info": self.user_info,
+            "conversations.members": self.members,
             "apps.connections.open": self.connections_open,
             "chat.postMessage": self.post_message,
             "chat.update": self.update,
@@ -91,6 +98,32 @@ class SlackMethods:
             if group not in self.state.usergroups:
                 raise SlackError("no_such_subteam")
             return {"users": list(self.state.usergroups[group])}
+
+    def user_info(self, args: Args) -> Answer:
+        """A full member of TEAM_ID unless the test declared otherwise (a guest, another org's user)."""
+        user = str(args.get("user") or "")
+        if not USER_ID.match(user):
+            raise SlackError("user_not_found")
+        with self.state.lock:
+            declared = dict(self.state.users.get(user, {}))
+        fields = {"is_restricted": False, "is_ultra_restricted": False, "team_id": TEAM_ID, **declared}
+        return {"user": {"id": user, "name": user.lower(), "deleted": False, "is_bot": False, **fields}}
+
+    def members(self, args: Args) -> Answer:
+        """A channel's member ids, a page at a time (cursor = the offset, as an opaque string)."""
+        channel = _required(args, "channel")
+        limit = int(args.get("limit") or DEFAULT_MEMBERS_PAGE)
+        if not 0 < limit < MAX_MEMBERS_PAGE:
+            raise SlackError("invalid_limit")
+        cursor = str(args.get("cursor") or "0")
+        if not cursor.isdigit():
+            raise SlackError("invalid_cursor")
+        with self.state.lock:
+            everyone = list(self.state.channel_members.get(channel, DEFAULT_MEMBERS))
+        start = int(cursor)
+        more = start + limit < len(everyone)
+        next_cursor = str(start + limit) if more else ""
+        return {"members": everyone[start : start + limit], "response_metadata": {"next_cursor": next_cursor}}
 
     def connections_open(self, args: Args) -> Answer:
         return {"url": self.socket_mode_url()}

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlparse
 
 from agent.testing import LocalServer, QuietHandler
 from gateway.sandbox.fake_slack.methods import SlackMethods
-from gateway.sandbox.fake_slack.state import Call, Fault, Message, SlackError, SlackState
+from gateway.sandbox.fake_slack.state import BOT_USER_ID, Call, Fault, Message, SlackError, SlackState
 from gateway.sandbox.fake_socket_mode import FakeSocketMode
 
 Answer = tuple[int, dict[str, Any], dict[str, str]]  # HTTP status, JSON body, headers
@@ -97,6 +97,31 @@ class FakeSlack:
         if thread_ts:
             message["thread_ts"] = thread_ts
         return self.state.store(message)
+
+    # -- who is who ----------------------------------------------------------------------
+
+    def add_guest(self, user: str, *, single_channel: bool = False) -> None:
+        """`user` is a guest of the workspace (multi-channel, or single-channel)."""
+        kind = "is_ultra_restricted" if single_channel else "is_restricted"
+        with self.state.lock:
+            self.state.users[user] = {"is_restricted": True, kind: True}
+
+    def add_external_user(self, user: str, team: str = "T999") -> None:
+        """`user` belongs to another organisation (`team`), as in a Slack Connect channel."""
+        with self.state.lock:
+            self.state.users[user] = {"team_id": team}
+
+    def add_org_member(self, user: str, teams: list[str]) -> None:
+        """`user` belongs to several workspaces of one organisation (Enterprise Grid), the first
+        their home, as users.info says for an org-wide install."""
+        enterprise = {"enterprise_id": "E111", "teams": list(teams)}
+        with self.state.lock:
+            self.state.users[user] = {"team_id": teams[0], "enterprise_user": enterprise}
+
+    def set_members(self, channel: str, members: list[str]) -> None:
+        """Who is in `channel` (as conversations.members answers); the bot is added."""
+        with self.state.lock:
+            self.state.channel_members[channel] = [*members, BOT_USER_ID]
 
     # -- one Web API call --------------------------------------------------------------
 

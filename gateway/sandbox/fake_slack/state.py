@@ -24,6 +24,8 @@ BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 TEAM_ID = "T111"
 APP_TOKEN = "xapp-sandbox-token"
+# Who is in a channel nobody declared: the bot and the people tests usually speak as.
+DEFAULT_MEMBERS = ("W111", "W222", "W333", "W444", "W555", "W777", "W999", "U111", "U222", BOT_USER_ID)
 
 Message = dict[str, Any]
 
@@ -75,6 +77,10 @@ class SlackState:
     calls: list[Call] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)  # S… → member user ids
+    # User id → what users.info says beyond a full member of TEAM_ID (team_id, is_restricted …).
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Channel → its members, in join order; a channel not here has DEFAULT_MEMBERS.
+    channel_members: dict[str, list[str]] = field(default_factory=dict)
     uploaded: dict[str, bytes] = field(default_factory=dict)  # file id → bytes sent to upload_url
     # Slack refuses some messages as msg_too_long well below its documented limits; a test
     # can lower these to make the fake do the same.

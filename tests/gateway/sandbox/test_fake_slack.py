@@ -108,3 +108,31 @@ def test_user_groups_and_rate_limits(fake_slack, client):
     with pytest.raises(SlackApiError) as raised:
         client.chat_postMessage(channel="C1", text="x")
     assert raised.value.response.status_code == 429 and raised.value.response.headers["Retry-After"] == "7"
+
+
+def test_users_info_tells_members_guests_and_other_organisations_apart(fake_slack, client):
+    fake_slack.add_guest("W5")
+    fake_slack.add_guest("W6", single_channel=True)
+    fake_slack.add_external_user("W7", team="T999")
+    users = {u: client.users_info(user=u)["user"] for u in ("W1", "W5", "W6", "W7")}
+    assert [(u["is_restricted"], u["is_ultra_restricted"], u["team_id"]) for u in users.values()] == [
+        (False, False, "T111"),
+        (True, False, "T111"),
+        (True, True, "T111"),
+        (False, False, "T999"),
+    ]
+    assert error_of(lambda: client.users_info(user="C1")) == "user_not_found"
+    fake_slack.add_org_member("W8", ["T111", "T222"])
+    assert client.users_info(user="W8")["user"]["enterprise_user"]["teams"] == ["T111", "T222"]
+
+
+def test_channel_members_come_a_page_at_a_time(fake_slack, client):
+    fake_slack.set_members("C9", [f"W{n:04d}" for n in range(250)])
+    first = client.conversations_members(channel="C9", limit=200)
+    cursor = first["response_metadata"]["next_cursor"]
+    rest = client.conversations_members(channel="C9", limit=200, cursor=cursor)
+    assert len(first["members"]) == 200 and rest["response_metadata"]["next_cursor"] == ""
+    assert rest["members"][-1] == "UBOT0001" and len(rest["members"]) == 51  # the bot is a member
+    assert "W222" in client.conversations_members(channel="C1")["members"]  # undeclared: the usual people
+    assert error_of(lambda: client.conversations_members(channel="C9", limit=1000)) == "invalid_limit"
+    assert error_of(lambda: client.conversations_members(channel="")) == "channel_not_found"
