@@ -187,3 +187,42 @@ def test_a_provider_that_refuses_even_the_summary_ends_the_turn_at_the_first_ove
     assert not [r for r in session.wire() if r["type"] == "context.apply_compaction"]
     said = "the conversation no longer fits the model's context window and compaction failed"
     wait_for(lambda: any(said in t for t in session.bot_texts()), what="the thread told why")
+
+
+OVERFLOW = Reply(
+    status=400,
+    error={
+        "message": "This model's maximum context length is 4000 tokens. However, your messages resulted "
+        "in 9000 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+    },
+)
+
+
+def test_a_provider_that_always_overflows_is_compacted_for_until_nothing_is_left_then_the_turn_fails(
+    make_stack, fake_llm: FakeLLM, fake_slack, redis
+):
+    """Every step request is refused as too long, every summary answered. After each overflow the
+    turn compacts and sends the step again; once only the summary and the new message are left
+    (the second compaction here, before the three-attempt backstop) it ends, saying why: never a loop."""
+    session = chat_then(make_stack, fake_llm, fake_slack, redis, turns=16)
+    summaries: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> Reply:
+        if COMPACTION_INSTRUCTION[:60] in content_text(body["messages"][-1]):
+            summaries.append(body)
+            return text(SUMMARY)
+        steps.append(body)
+        return OVERFLOW
+
+    fake_llm.default = model
+    session.say("one more thing")
+    wait_for(lambda: session.state() == "failed", timeout=60, what="the turn to give up")
+    applied = [r for r in session.wire() if r["type"] == "context.apply_compaction"]
+    assert len(summaries) == len(applied) == 2
+    assert len(steps) == 3  # the step, then once after each compaction
+    assert [len(s["messages"]) for s in steps] == [34, 5, 3]  # each smaller: system, summary, … , the new one
+    said = "the conversation no longer fits the model's context window and compaction failed"
+    wait_for(lambda: any(said in t for t in session.bot_texts()), what="the thread told why")
