@@ -36,7 +36,7 @@ from jobs.keys import (
     subagents_key,
     wire_key,
 )
-from jobs.redis_text import optional_text, text
+from jobs.redis_text import text
 from jobs.session.meta import MetaHash
 from jobs.session.state import PARKED_STATES
 from jobs.session.store import now_ms
@@ -115,7 +115,7 @@ def remove(
     """Remove the tree of `root` unless it is live (parked may be `force`d) or, with
     `cutoff_ms`, touched since; `extra_keys` (tree_keys_by_scan) are removed too."""
     tree = subagents(redis, root)
-    owner = optional_text(redis.hget(meta_key(root), "owner"))
+    owner = MetaHash(redis, root).read().owner
     own = [*fixed_session_keys(root), *(name for name in extra_keys if name.startswith(root.redis_key("")))]
     others = [name for name in extra_keys if name not in set(own)]  # sub-agents' keys of other names
     names = list(dict.fromkeys(own))
@@ -150,7 +150,7 @@ def why_kept(redis: Redis, tree: list[SessionKey], cutoff_ms: int | None) -> Kep
     """Why the tree must stay, or None. Parked (and nothing else live) is `forcible`."""
     with redis.pipeline(transaction=False) as pipe:
         for key in tree:
-            pipe.hmget(meta_key(key), ["state", "updated", "created"])
+            MetaHash.read_touch(pipe, key)
             pipe.exists(lease_key(key))
         read = pipe.execute()
     reasons, touched = [], 0

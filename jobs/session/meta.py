@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from redis import Redis
+from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
 from jobs.keys import MetaField, SessionKey, meta_key
@@ -75,6 +76,11 @@ class MetaHash:
     def raw(self) -> dict[str, str]:
         """The hash as it is, field → value (for tools and tests that look at Redis itself)."""
         return text_map(self.redis.hgetall(self.key))
+
+    @staticmethod
+    def read_touch(pipe: Pipeline, key: SessionKey) -> None:
+        """Queue a read of the state, `updated` and `created` fields on `pipe` (retention)."""
+        pipe.hmget(meta_key(key), [MetaField.STATE, MetaField.UPDATED, MetaField.CREATED])
 
     def exists(self) -> bool:
         """Whether the session was ever written (intake, a sub-agent's creation)."""
