@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.compaction import should_compact
+from jobs.settings import EXPECTED
 from tests.vectors import VECTORS_FILE, all_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,3 +140,14 @@ def test_the_readme_states_the_compaction_trigger_the_code_uses():
     trigger = next(used for used in range(0, window, 500) if should_compact(used, window))
     readme = (ROOT / "README.md").read_text()
     assert f"{trigger:,} of {window:,}" in readme
+
+
+def test_the_readme_and_the_settings_errors_name_the_same_example_model():
+    """One example model id, in the README's settings table and in the line a wrong setting prints:
+    a retired id in either (it was `kimi-k2-0905-preview`) sends a person to a model that is gone."""
+    readme_row = next(
+        line for line in (ROOT / "README.md").read_text().splitlines() if "| `LLM_MODEL` |" in line
+    )
+    shown = readme_row.rsplit("e.g. `", 1)[1].split("`", 1)[0]
+    assert EXPECTED["LLM_MODEL"].endswith(f"e.g. {shown}")
+    assert "preview" not in shown
