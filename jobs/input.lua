@@ -55,8 +55,9 @@
 -- (jobs.keys.MetaField) and the job fields every turn shares (jobs.queues.turn_job). As
 -- arguments, the job fields would be most of what each call sends and Redis unpacks.
 --
--- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session' or 'quota <i>' (the i-th quota is
--- used up: nothing is recorded and no counter counts it, but the dedupe keys are claimed); a queue that refuses the job
+-- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session' or 'quota <i>[ tell]' (the i-th
+-- quota is used up: nothing is recorded but the dedupe keys and that quota's count; ' tell'
+-- on its first refusal in the window); a queue that refuses the job
 -- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -127,11 +128,15 @@ local function fold_early(to_inbox)
   end
 end
 
--- The first quota used up, or nil; counts the input against every quota when none is.
+-- The first quota used up (and whether this is its first refusal in the window), or nil;
+-- counts the input against every quota when none is. A refusal is counted too, in that quota
+-- only, so a flood is told once per window rather than once per message.
 local function over_quota()
   for i = 1, quota_count do
-    local limit = tonumber(ARGV[15 + 2 * i])
-    if tonumber(redis.call('GET', KEYS[quota_from + i - 1]) or '0') >= limit then return i end
+    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[15 + 2 * i])
+    if tonumber(redis.call('GET', counter) or '0') >= limit then
+      return i, redis.call('INCR', counter) == limit + 1
+    end
   end
   for i = 1, quota_count do
     local counter = KEYS[quota_from + i - 1]
@@ -146,11 +151,11 @@ if recording then
   end
   local waiting = no_session ~= 'start' and redis.call('EXISTS', meta_key) == 0
   if waiting and no_session == 'ignore' then return 'no session' end
-  local over = over_quota()
+  local over, first = over_quota()
   for i = dedupe_from, #KEYS do
     redis.call('SET', KEYS[i], token, 'EX', dedupe_ttl_s)
   end
-  if over then return 'quota ' .. over end
+  if over then return 'quota ' .. over .. (first and ' tell' or '') end
   if waiting then
     hold()
     return 'held'

@@ -47,7 +47,7 @@ from jobs.keys import (
 )
 from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
-from jobs.quotas import Quota
+from jobs.quotas import Quota, Refused
 from jobs.redis_text import text
 from jobs.session.early import EARLY_REPLY_TTL_S
 from jobs.session.state import RECENT_TTL_S
@@ -75,12 +75,12 @@ def record_input(
     dedupe_ttl_s: int = 0,
     without_session: WithoutSession = "start",
     quotas: Sequence[Quota] = (),
-) -> Recorded | Quota:
+) -> Recorded | Refused:
     """Record `user_input` unless a dedupe key was seen, and claim and enqueue the turn if free.
 
     In a thread without a session, `without_session` says whether the input starts it, is held
     until it starts ('held', claiming the dedupe keys) or is ignored ('no session', claiming none).
-    Over one of `quotas`, nothing is recorded and that quota is returned.
+    Over one of `quotas`, nothing is recorded and that quota is returned (`Refused`).
     """
     token = new_turn_token()
     job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
@@ -98,7 +98,8 @@ def record_input(
     ]  # fmt: skip
     recorded = text(lua(redis, script_text(job.shared))(keys=keys, args=args))
     if recorded.startswith("quota "):
-        return quotas[int(recorded.split()[1]) - 1]
+        words = recorded.split()
+        return Refused(quotas[int(words[1]) - 1], tell=words[-1] == "tell")
     return cast(Recorded, recorded)
 
 

@@ -5,7 +5,9 @@ Slack input (per person and per channel per minute, per thread per hour for allo
 fixed-window counters, `tl:quota:<team>:…`, checked and counted by jobs/input.lua in the same
 round trip that records the input, so the mention's ack stays one Redis call. A refused
 message is not recorded at all: no input, no turn, no model request; its dedupe keys are
-claimed, so Slack's retry of it is a duplicate rather than a second refusal.
+claimed, so Slack's retry of it is a duplicate rather than a second refusal. Only the first
+refusal of a quota's window is told (an ephemeral line, posted before the ack): a flood of
+refused messages then costs Redis one call each and Slack nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ class Quota:
     limit: int
     window_s: int
     refusal: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The input was over `quota`; `tell`: the first refusal of its window, to be told."""
+
+    quota: Quota
+    tell: bool
 
 
 def input_quotas(settings: Settings, key: SessionKey, user: str, *, by_bot: bool) -> list[Quota]:

@@ -24,7 +24,7 @@ from gateway.listeners._controls import act, thread_word
 from gateway.listeners._skill_words import skill_request, use_skill
 from jobs.input import WithoutSession, record_input
 from jobs.keys import SessionKey
-from jobs.quotas import Quota, input_quotas
+from jobs.quotas import Refused, input_quotas
 from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.state import PARKED_STATES, session_exists
 from jobs.session.user_input import UserInput
@@ -105,10 +105,10 @@ def _record(deps: Deps, said: SlackInput) -> str:
         without_session=_without_session(said),
         quotas=input_quotas(deps.settings, said.key, said.user, by_bot=by_bot),
     )
-    if isinstance(recorded, Quota):
-        if not by_bot:  # a bot reads no ephemeral line; its loop just stops being answered
-            tell(deps, said.key, said.user, recorded.refusal)
-        return f"refused: over the quota {recorded.key}"
+    if isinstance(recorded, Refused):
+        if recorded.tell and not by_bot:  # a bot reads no ephemeral line; its loop just stops
+            tell(deps, said.key, said.user, recorded.quota.refusal)
+        return f"refused: over the quota {recorded.quota.key}"
     return IGNORED if recorded == "no session" else recorded
 
 

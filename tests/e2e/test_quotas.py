@@ -56,9 +56,10 @@ def test_mentions_per_person_per_minute(make_stack, fake_slack, fake_llm, redis)
     for _ in range(2):
         answered(fake_slack, mention_new_thread(stack, fake_slack, "W222"))
     over = mention_new_thread(stack, fake_slack, "W222")
+    again = mention_new_thread(stack, fake_slack, "W222")  # a flood is told once per window
     told = ephemerals(fake_slack, "W222")
     assert len(told) == 1 and told[0]["text"].startswith(SLOW_DOWN)
-    assert nothing_recorded(redis, over) and len(fake_llm.requests) == 2
+    assert nothing_recorded(redis, over) and nothing_recorded(redis, again) and len(fake_llm.requests) == 2
     answered(fake_slack, mention_new_thread(stack, fake_slack, "W333"))  # someone else is not limited
 
     window_passes(redis, "tl:quota:T111:user:W222")
