@@ -68,7 +68,9 @@ def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_t
 
     A parked session (approval, sub-agents) goes on when that ends, not on new input.
     """
-    return record_input(redis, key, user_input, turn_timeout_s=turn_timeout_s, parked=PARKED_STATES)
+    recorded = record_input(redis, key, user_input, turn_timeout_s=turn_timeout_s, parked=PARKED_STATES)
+    assert isinstance(recorded, str)  # no quotas given: none refuses
+    return recorded
 
 
 def status(redis: Redis, key: SessionKey) -> SessionStatus:

@@ -26,7 +26,8 @@
 --   9 queues_key     RQ's set of queues
 --   10 queued_sessions the sessions with a queued turn, which the janitor watches
 --   11 early_key     replies held until the session exists (hash: Slack ts → held reply JSON)
---   12.. dedupe keys of the Slack delivery (none: nothing to deduplicate); always last
+--   12.. quota counters (jobs/quotas.py), ARGV 16 of them, then
+--        the dedupe keys of the Slack delivery (none: nothing to deduplicate); always last
 --
 -- ARGV
 --   1 record         the wire record of the input (JSON)
@@ -46,25 +47,30 @@
 --   13 ts            the input's Slack ts: the held reply's field, the fold's cut-off
 --   14 early_ttl_s   how long a held reply waits for its session
 --   15 parked_count  how many parked states follow (no worker is held in them)
---   16.. the parked states, then the values of the job's own fields (jobs.queues.OWN_FIELDS)
+--   16 quota_count   how many quota counters KEYS holds from 12
+--   17.. per quota its limit and window (s), then the parked states, then the values of the
+--        job's own fields (jobs.queues.OWN_FIELDS)
 --
 -- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
 -- (jobs.keys.MetaField) and the job fields every turn shares (jobs.queues.turn_job). As
 -- arguments, the job fields would be most of what each call sends and Redis unpacks.
 --
--- Returns 'inbox', 'wire', 'held', 'duplicate' or 'no session'; a queue that refuses the job
+-- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session' or 'quota <i>[ tell]' (the i-th
+-- quota is used up: nothing is recorded but the dedupe keys and that quota's count; ' tell'
+-- on its first refusal in the window); a queue that refuses the job
 -- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local queued_sessions, early_key = KEYS[10], KEYS[11]
-local dedupe_from = 12
+local quota_from, quota_count = 12, tonumber(ARGV[16] or '0')
+local dedupe_from = quota_from + quota_count
 
 local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
 local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local recent_ttl_s, no_session, dedupe_ttl_s, job_id = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local ts, early_ttl_s = ARGV[13], ARGV[14]
-local parked_from = 16
+local parked_from = 17 + 2 * quota_count
 
 local STATE, UPDATED, CREATED, OWNER = ${state}, ${updated}, ${created}, ${owner}
 
@@ -122,15 +128,34 @@ local function fold_early(to_inbox)
   end
 end
 
+-- The first quota used up (and whether this is its first refusal in the window), or nil;
+-- counts the input against every quota when none is. A refusal is counted too, in that quota
+-- only, so a flood is told once per window rather than once per message.
+local function over_quota()
+  for i = 1, quota_count do
+    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[15 + 2 * i])
+    if tonumber(redis.call('GET', counter) or '0') >= limit then
+      return i, redis.call('INCR', counter) == limit + 1
+    end
+  end
+  for i = 1, quota_count do
+    local counter = KEYS[quota_from + i - 1]
+    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[16 + 2 * i]) end
+  end
+  return nil
+end
+
 if recording then
   for i = dedupe_from, #KEYS do
     if redis.call('EXISTS', KEYS[i]) == 1 then return 'duplicate' end
   end
   local waiting = no_session ~= 'start' and redis.call('EXISTS', meta_key) == 0
   if waiting and no_session == 'ignore' then return 'no session' end
+  local over, first = over_quota()
   for i = dedupe_from, #KEYS do
     redis.call('SET', KEYS[i], token, 'EX', dedupe_ttl_s)
   end
+  if over then return 'quota ' .. over .. (first and ' tell' or '') end
   if waiting then
     hold()
     return 'held'

@@ -47,6 +47,7 @@ from jobs.keys import (
 )
 from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
+from jobs.quotas import Quota, Refused
 from jobs.redis_text import text
 from jobs.session.early import EARLY_REPLY_TTL_S
 from jobs.session.state import RECENT_TTL_S
@@ -73,25 +74,33 @@ def record_input(
     dedupe_keys: Sequence[str] = (),
     dedupe_ttl_s: int = 0,
     without_session: WithoutSession = "start",
-) -> Recorded:
+    quotas: Sequence[Quota] = (),
+) -> Recorded | Refused:
     """Record `user_input` unless a dedupe key was seen, and claim and enqueue the turn if free.
 
     In a thread without a session, `without_session` says whether the input starts it, is held
     until it starts ('held', claiming the dedupe keys) or is ignored ('no session', claiming none).
+    Over one of `quotas`, nothing is recorded and that quota is returned (`Refused`).
     """
     token = new_turn_token()
     job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
     parked = list(parked)
     keys = [
         *_session_keys(key), turn_queued_key(key), recent_session_key(key.team, key.channel, user_input.user),
-        job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, early_replies_key(key), *dedupe_keys,
+        job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, early_replies_key(key),
+        *(quota.key for quota in quotas), *dedupe_keys,
     ]  # fmt: skip
     args = [
         *_input_args(user_input, "record"), user_input.user, token, QUEUED_FLAG_TTL_S, str(key),
         RECENT_TTL_S, without_session, dedupe_ttl_s, job.id, user_input.ts, EARLY_REPLY_TTL_S,
-        len(parked), *parked, *(value for _, value in job.own),
+        len(parked), len(quotas), *(n for quota in quotas for n in (quota.limit, quota.window_s)),
+        *parked, *(value for _, value in job.own),
     ]  # fmt: skip
-    return cast(Recorded, text(lua(redis, script_text(job.shared))(keys=keys, args=args)))
+    recorded = text(lua(redis, script_text(job.shared))(keys=keys, args=args))
+    if recorded.startswith("quota "):
+        words = recorded.split()
+        return Refused(quotas[int(words[1]) - 1], tell=words[-1] == "tell")
+    return cast(Recorded, recorded)
 
 
 def route_input(store: SessionStore, user_input: UserInput) -> Routed:

@@ -197,6 +197,32 @@ def message_dedupe_key(team: str, channel: str, ts: str) -> str:
     return dedupe_key(team, "message", channel, ts)
 
 
+def command_dedupe_key(team: str, trigger_id: str) -> str:
+    """The dedupe key of one slash command: Slack's `trigger_id` names one request."""
+    return dedupe_key(team, "command", trigger_id)
+
+
+def action_dedupe_key(team: str, user: str, action_id: str, action_ts: str) -> str:
+    """The dedupe key of one button click: its `action_ts`, which button and who clicked."""
+    return dedupe_key(team, "action", user, action_id, action_ts)
+
+
+def quota_key(team: str, *parts: str) -> str:
+    """String: a quota's count in its current window, expiring with the window (jobs.quotas)."""
+    return f"{PREFIX}:quota:{team}:" + ":".join(parts)
+
+
+def spawned_key(key: SessionKey, turn_id: str) -> str:
+    """String: how many sub-agents this turn of the session started (jobs.delegation.launcher)."""
+    return key.redis_key(f"spawned:{turn_id}")
+
+
+def starting_key(root: SessionKey) -> str:
+    """String: (root session) sub-agents being started right now, not yet counted as alive
+    (jobs.delegation.limits)."""
+    return root.redis_key("starting")
+
+
 def recent_session_key(team: str, channel: str, user: str) -> str:
     """String: the session this user last spoke in, in this channel (jobs.input; jobs.session.state
     reads it for `/agent cancel` without a link)."""

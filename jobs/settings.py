@@ -79,6 +79,13 @@ EXPECTED: dict[str, str] = {
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
     "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same as web)",
+    # -- quotas (jobs/quotas.py); 0 turns one off --
+    "QUOTA_MENTIONS_PER_USER_PER_MINUTE": "messages one person may give the agent per minute (0: no limit)",
+    "QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE": "messages a channel may give the agent per minute (0: no limit)",
+    "QUOTA_BOT_TURNS_PER_THREAD_PER_HOUR": "bot messages one thread takes per hour (0: no limit)",
+    "QUOTA_SUBAGENTS_ALIVE_PER_ROOT": "sub-agents working at once under one session people started (≥ 1)",
+    "QUOTA_SUBAGENTS_PER_TURN": "sub-agents one turn may start, swarm items included (≥ 1)",
+    "QUOTA_SWARM_ITEMS_PER_CALL": "items one AgentSwarm call may have (1-128)",
 }
 
 
@@ -155,6 +162,21 @@ class Settings(BaseSettings):
     # Where web and workers share cores, Slack's 3-second ack must not queue behind turn work,
     # which waits on the model most of the time anyway.
     WORKER_NICENESS: int = Field(default=10, ge=0, le=19)
+
+    # -- quotas (jobs/quotas.py): what one person, channel, bot or prompt may make the agent do.
+    # A person typing fast sends a few messages a minute; 10 leaves room for that and stops a
+    # script. A channel of people working together: 30.
+    QUOTA_MENTIONS_PER_USER_PER_MINUTE: int = Field(default=10, ge=0)
+    QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE: int = Field(default=30, ge=0)
+    # Two allowed bots answering each other take a turn each per exchange; a real integration
+    # posts a few times an hour in one thread. 20 breaks a loop within minutes.
+    QUOTA_BOT_TURNS_PER_THREAD_PER_HOUR: int = Field(default=20, ge=0)
+    # Sub-agents: depth is bounded by MAX_AGENT_DEPTH (3). Without these a prompt could fan out
+    # to 128 items per swarm at each level (about two million sessions). 64 items is a large
+    # batch; 16 starts per turn and 32 alive per tree keep one request to a few workers' worth.
+    QUOTA_SUBAGENTS_ALIVE_PER_ROOT: int = Field(default=32, ge=1)
+    QUOTA_SUBAGENTS_PER_TURN: int = Field(default=16, ge=1)
+    QUOTA_SWARM_ITEMS_PER_CALL: int = Field(default=64, ge=1, le=128)
 
     @property
     def operators(self) -> frozenset[str]:

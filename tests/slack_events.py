@@ -119,11 +119,14 @@ def command(
     team: str = TEAM_ID,
     response_url: str,
     name: str = "/agent",
+    trigger_id: str | None = None,
 ) -> dict[str, str]:
+    """A slash command; each has a trigger id of its own unless the test replays one."""
     fields = dict(samples()["slash_commands"]["form_body"]["decoded"])
     fields.update(
-        text=text, user_id=user, channel_id=channel, team_id=team, command=name, response_url=response_url
-    )
+        text=text, user_id=user, channel_id=channel, team_id=team, command=name, response_url=response_url,
+        trigger_id=trigger_id or f"{next(_ids)}.111.trigger",
+    )  # fmt: skip
     return fields
 
 
@@ -136,14 +139,18 @@ def block_action(
     message_ts: str = "1700000000.000001",
     team: str = TEAM_ID,
     response_url: str,
+    action_ts: str | None = None,
 ) -> dict[str, Any]:
+    """A click; each has an action_ts of its own unless the test replays one."""
     payload = copy.deepcopy(samples()["interactivity"]["block_actions_button"]["payload"])
     payload["user"].update(id=user, team_id=team)
     payload["team"]["id"] = team
     payload["channel"]["id"] = channel
     payload["container"].update(channel_id=channel, message_ts=message_ts, is_ephemeral=False)
     payload["response_url"] = response_url
-    payload["actions"][0].update(action_id=action_id, value=value, block_id="tl")
+    payload["actions"][0].update(
+        action_id=action_id, value=value, block_id="tl", action_ts=action_ts or f"1700000000.{next(_ids):06d}"
+    )
     return payload
 
 

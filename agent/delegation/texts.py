@@ -76,3 +76,21 @@ def child_lost(description: str) -> str:
 
 def child_no_answer(description: str) -> str:
     return f'Sub-agent "{description}" finished without an answer.'
+
+
+def too_many_alive(limit: int) -> str:
+    return (
+        f"Refused: {limit} sub-agents are already working in this session's tree, the most allowed"
+        " at once. Wait for some to answer, or do this work yourself."
+    )
+
+
+def too_many_this_turn(limit: int, started: int) -> str:
+    return (
+        f"Refused: this turn has started {started} sub-agents and may start at most {limit}."
+        " Do the rest of the work yourself or in fewer sub-agents."
+    )
+
+
+def swarm_too_big(limit: int, items: int) -> str:
+    return f"Refused: {items} items; one AgentSwarm call may have at most {limit}. Split the work."

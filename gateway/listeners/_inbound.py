@@ -24,6 +24,7 @@ from gateway.listeners._controls import act, thread_word
 from gateway.listeners._skill_words import skill_request, use_skill
 from jobs.input import WithoutSession, record_input
 from jobs.keys import SessionKey
+from jobs.quotas import Refused, input_quotas
 from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.state import PARKED_STATES, session_exists
 from jobs.session.user_input import UserInput
@@ -90,7 +91,8 @@ def _outsider(deps: Deps, said: SlackInput) -> str | None:
 
 
 def _record(deps: Deps, said: SlackInput) -> str:
-    """The mention's hot path: dedupe, input, turn and job in one round trip (jobs.input)."""
+    """The mention's hot path: dedupe, quotas, input, turn and job in one round trip (jobs.input)."""
+    by_bot = said.user in deps.settings.allowed_bots
     user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
     recorded = record_input(
         deps.redis,
@@ -101,7 +103,12 @@ def _record(deps: Deps, said: SlackInput) -> str:
         dedupe_keys=delivery_keys(said.key.team, said.event_id, said.key.channel, said.ts),
         dedupe_ttl_s=DEDUPE_TTL_S,
         without_session=_without_session(said),
+        quotas=input_quotas(deps.settings, said.key, said.user, by_bot=by_bot),
     )
+    if isinstance(recorded, Refused):
+        if recorded.tell and not by_bot:  # a bot reads no ephemeral line; its loop just stops
+            tell(deps, said.key, said.user, recorded.quota.refusal)
+        return f"refused: over the quota {recorded.quota.key}"
     return IGNORED if recorded == "no session" else recorded
 
 

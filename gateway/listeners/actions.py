@@ -3,8 +3,9 @@
 The answer goes to the click's `response_url` as an ephemeral message (the card itself changes
 through notices, for everyone). A second click on a decided approval is a no-op that says so.
 Approve is refused unless the request's card showed the whole call (gateway.render.approval_card);
-Deny always works. Inspect shows what one ephemeral message holds, and says when it is cut,
-to the channel's members, the initiator and operators only (`Authz.may_see`).
+Deny always works. A click acts once: a replay of it (the same `action_ts`, button and person)
+is answered as such and changes nothing. Inspect shows what one ephemeral message holds, and
+says when it is cut, to the channel's members, the initiator and operators only (`Authz.may_see`).
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from gateway.render import buttons
 from gateway.render.approval_card import shows_whole_call, too_long_text
 from gateway.render.text import code_sections
 from jobs.control import decide_approval
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, action_dedupe_key
 from jobs.session.approvals import Decision
+from jobs.session.dedupe import claim, release
 from jobs.session.state import session_exists
 from jobs.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 
 STALE = "That button no longer belongs to a session here."
+REPLAYED = "That click was already received; it was not done again."
 NOT_SHOWN = "Not approved: that request's card was never shown in this thread."
 Handler = Callable[[Deps, buttons.ButtonValue, str], str | list[dict[str, Any]]]
 
@@ -57,11 +60,27 @@ def _listener(deps: Deps, handler: Handler) -> Callable[..., None]:
         value = buttons.ButtonValue.decode(action.get("value"))
         if value is None or value.session.team != _team(body):
             return _tell(respond, STALE)
-        outcome = handler(deps, value, user)
+        keys = _click_keys(value.session.team, user, action)
+        claimed = claim(deps.redis, keys)
+        if not claimed.fresh:
+            return _tell(respond, REPLAYED)
+        try:
+            outcome = handler(deps, value, user)
+        except Exception:
+            release(deps.redis, claimed)  # not done: a retry may do it
+            raise
         log.info("%s by %s on %s", action.get("action_id"), user, value.session)
         _tell(respond, outcome)
 
     return on_click
+
+
+def _click_keys(team: str, user: str, action: Mapping[str, Any]) -> list[str]:
+    """The click's dedupe key; none when Slack sent no `action_ts` (nothing names the click)."""
+    action_ts = action.get("action_ts")
+    if not isinstance(action_ts, str) or not action_ts:
+        return []
+    return [action_dedupe_key(team, user, str(action.get("action_id")), action_ts)]
 
 
 def _team(body: Mapping[str, Any]) -> str | None:

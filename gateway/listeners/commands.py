@@ -6,6 +6,8 @@ the channel the command was typed in. A linked thread is only for its channel's 
 initiator and operators (`Authz.may_see`); anyone else is told so, and learns nothing of it.
 The answer is the command's own ephemeral response, given within Slack's 3 seconds because
 every action is a few Redis calls (and, once per cache period, a look at the channel's members).
+A command that acts is done once per Slack `trigger_id`: a replay of the same signed request
+(within the dedupe hour) is told so and changes nothing.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from gateway.deps import Deps
 from gateway.links import parse_thread_link
 from gateway.listeners._controls import NO_SESSION, Verb, act
 from gateway.listeners._skill_words import SkillRequest, skills_text, use_skill
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, command_dedupe_key
+from jobs.session.dedupe import claim, release
 from jobs.session.state import latest_session, session_exists
 
 log = logging.getLogger(__name__)
 
+REPLAYED = "That command was already received; it was not done again."
+READ_ONLY = frozenset({"help", "status", "skills"})  # answering twice changes nothing
 VERBS: dict[str, Verb] = {"cancel": "cancel", "stop": "cancel", "resume": "resume", "status": "status"}
 LINK_OPTIONAL: frozenset[Verb] = frozenset({"cancel", "resume", "status"})
 
@@ -54,12 +59,33 @@ def register(app: App, deps: Deps) -> None:
 
     @app.command(command)
     def on_command(ack: Ack, body: dict[str, Any]) -> None:
-        ack(text=_answer(deps, body, command), response_type="ephemeral")
+        ack(text=_once(deps, body, command), response_type="ephemeral")
+
+
+def _once(deps: Deps, body: dict[str, Any], command: str) -> str:
+    """The answer, acting at most once per trigger id (Slack's name for this one request)."""
+    trigger_id = payload.optional_text(body, "trigger_id")
+    if trigger_id is None or _subcommand(body) in READ_ONLY:
+        return _answer(deps, body, command)
+    claimed = claim(deps.redis, [command_dedupe_key(payload.text(body, "team_id"), trigger_id)])
+    if not claimed.fresh:
+        log.info("%s replayed (trigger %s): not done again", command, trigger_id)
+        return REPLAYED
+    try:
+        return _answer(deps, body, command)
+    except Exception:
+        release(deps.redis, claimed)  # not done: a retry may do it
+        raise
+
+
+def _subcommand(body: dict[str, Any]) -> str:
+    words = (payload.optional_text(body, "text") or "").split()
+    return words[0].lower() if words else "help"
 
 
 def _answer(deps: Deps, body: dict[str, Any], command: str) -> str:
     words = (payload.optional_text(body, "text") or "").split()
-    name = words[0].lower() if words else "help"
+    name = _subcommand(body)
     if name == "skill":
         return _skill(deps, body, command)
     if name == "skills":

@@ -29,6 +29,7 @@ from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.tools.write_lock import LockedTool
 from jobs.delegation.children import ChildInfo
 from jobs.delegation.launcher import RedisLauncher
+from jobs.delegation.limits import SubagentLimits
 from jobs.delegation.write_lock import RedisWriteLock
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
@@ -102,6 +103,7 @@ def turn_tools(
             store,
             turn_timeout_s=settings.TURN_TIMEOUT_SECONDS,
             swarm_concurrency=settings.AGENT_SWARM_MAX_CONCURRENCY,
+            limits=SubagentLimits.of(settings),
         ),
         history=history,
         depth=depth,

@@ -1,0 +1,72 @@
+"""Quotas: how much one person, channel, bot or prompt may make the agent do.
+
+Each is a setting (jobs.settings, `QUOTA_*`) with a default; 0 turns a rate off. The rates of
+Slack input (per person and per channel per minute, per thread per hour for allowed bots) are
+fixed-window counters, `tl:quota:<team>:…`, checked and counted by jobs/input.lua in the same
+round trip that records the input, so the mention's ack stays one Redis call. A refused
+message is not recorded at all: no input, no turn, no model request; its dedupe keys are
+claimed, so Slack's retry of it is a duplicate rather than a second refusal. Only the first
+refusal of a quota's window is told (an ephemeral line, posted before the ack): a flood of
+refused messages then costs Redis one call each and Slack nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobs.keys import SessionKey, quota_key
+from jobs.settings import Settings
+
+MINUTE_S = 60
+HOUR_S = 3600
+
+
+@dataclass(frozen=True)
+class Quota:
+    """At most `limit` counted events per `window_s`, counted in `key`; `refusal` says so."""
+
+    key: str
+    limit: int
+    window_s: int
+    refusal: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The input was over `quota`; `tell`: the first refusal of its window, to be told."""
+
+    quota: Quota
+    tell: bool
+
+
+def input_quotas(settings: Settings, key: SessionKey, user: str, *, by_bot: bool) -> list[Quota]:
+    """The quotas one Slack message to the agent counts against (those turned on)."""
+    quotas = [
+        Quota(
+            quota_key(key.team, "user", user),
+            settings.QUOTA_MENTIONS_PER_USER_PER_MINUTE,
+            MINUTE_S,
+            f"Slow down: you have sent the agent {settings.QUOTA_MENTIONS_PER_USER_PER_MINUTE} messages in"
+            " the last minute, the most it takes from one person. This one was not read; send it again"
+            " in a minute.",
+        ),
+        Quota(
+            quota_key(key.team, "channel", key.channel),
+            settings.QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE,
+            MINUTE_S,
+            f"The agent has taken {settings.QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE} messages in this channel"
+            " in the last minute, the most it takes from one channel. This one was not read; send it"
+            " again in a minute.",
+        ),
+    ]
+    if by_bot:
+        quotas.append(
+            Quota(
+                quota_key(key.team, "bot", key.channel, key.thread_ts),
+                settings.QUOTA_BOT_TURNS_PER_THREAD_PER_HOUR,
+                HOUR_S,
+                f"This thread has had {settings.QUOTA_BOT_TURNS_PER_THREAD_PER_HOUR} messages from bots"
+                " in the last hour, the most it takes (a loop breaker); this one was not read.",
+            )
+        )
+    return [quota for quota in quotas if quota.limit > 0]
