@@ -9,9 +9,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 POLL_EVERY_S = 0.02
+# Generous: it only bounds how long a failing test takes. End-to-end waits include process start-up,
+# which on a loaded 2-core CI machine has taken over 15 s.
+DEFAULT_TIMEOUT_S = 30.0
 
 
-def wait_for(check: Callable[[], T], *, timeout: float = 15.0, what: str = "condition") -> T:
+def wait_for(check: Callable[[], T], *, timeout: float = DEFAULT_TIMEOUT_S, what: str = "condition") -> T:
     deadline = time.monotonic() + timeout
     last: T = check()
     while not last:
