@@ -30,6 +30,7 @@ from jobs.queues import (
     queue,
     schedule_delivery,
     schedule_turn,
+    turn_job_id,
 )
 from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore, Decision, waited_text
@@ -111,8 +112,9 @@ def _cancel_queued(store: SessionStore, by: str) -> ControlResult:
     # If the job starts before it is removed, it finds this flag and stops at once.
     redis.set(cancel_key(key), by, ex=CANCEL_FLAG_TTL_S)
     token = redis.getdel(turn_queued_key(key))
-    if token is not None and queue(redis, TURNS_QUEUE).remove(f"turn-{text(token)}"):
-        Job.fetch(f"turn-{text(token)}", connection=redis, serializer=SERIALIZER).delete()
+    job_id = turn_job_id(text(token)) if token is not None else None
+    if job_id is not None and queue(redis, TURNS_QUEUE).remove(job_id):
+        Job.fetch(job_id, connection=redis, serializer=SERIALIZER).delete()
         redis.delete(cancel_key(key))
         _record_cancelled(store, by, target="queued")
     return ControlResult(ok=True, message="Cancelled the queued turn before it started.")

@@ -116,3 +116,16 @@ def make_stack(
     yield make
     for running in started:
         running.stop()
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The real web process and no workers, shared by a module's tests: for requests that must be
+    refused (or only recorded) before anything runs."""
+    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()
+    stack = Stack(tmp_path_factory.mktemp("web"), TEST_REDIS_URL, slack.api_url, llm.base_url)
+    stack.start(workers=0)
+    yield stack
+    stack.stop()
+    slack.stop()
+    llm.stop()

@@ -68,18 +68,31 @@ def start(
     make_stack(LLM_CONTEXT_WINDOW=window)
 
 
+def converse(
+    make_stack: Callable[..., Stack], fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path, model: Model,
+    *said: tuple[str, str], window: str = SMALL_WINDOW,
+) -> Session:  # fmt: skip
+    """A session on `model` through real turns: each (words, answer) said in turn, its answer awaited."""
+    start(make_stack, fake_llm, model, window)
+    (words, answer), *rest = said
+    session = Session(redis, fake_slack, words)
+    model.start(tmp_path / "workspaces", session)
+    wait_for_answer(session, answer)
+    for words, answer in rest:
+        session.say(words)
+        wait_for_answer(session, answer)
+    return session
+
+
 def test_old_tool_outputs_are_pruned_and_the_thread_says_so_in_one_line(
     make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
 ):
     model = Model({"turn1.txt": lines(260), "turn3.txt": lines(150)})
-    start(make_stack, fake_llm, model)
-    session = Session(redis, fake_slack, "TURN-1 read it")
-    model.start(tmp_path / "workspaces", session)
-    wait_for_answer(session, "done r1")
-    session.say("TURN-2 nothing to read")
-    wait_for_answer(session, "done 2")
-    session.say("TURN-3 read the next one")
-    wait_for_answer(session, "done r3")
+    session = converse(
+        make_stack, fake_llm, fake_slack, redis, tmp_path, model,
+        ("TURN-1 read it", "done r1"), ("TURN-2 nothing to read", "done 2"),
+        ("TURN-3 read the next one", "done r3"),
+    )  # fmt: skip
 
     pruned = [m for m in session.bot_texts() if "Pruned" in m]
     assert len(pruned) == 1 and "Pruned 1 old tool output" in pruned[0]
@@ -94,12 +107,10 @@ def test_an_automatic_summary_writes_its_checkpoint_and_the_thread_says_so(
     make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
 ):
     model = Model({"turn1.txt": lines(260), "turn2.txt": lines(150)})
-    start(make_stack, fake_llm, model)
-    session = Session(redis, fake_slack, "TURN-1 read it")
-    model.start(tmp_path / "workspaces", session)
-    wait_for_answer(session, "done r1")
-    session.say("TURN-2 read the next one")
-    wait_for_answer(session, "done r2")
+    session = converse(
+        make_stack, fake_llm, fake_slack, redis, tmp_path, model,
+        ("TURN-1 read it", "done r1"), ("TURN-2 read the next one", "done r2"),
+    )  # fmt: skip
 
     assert len(model.summaries) == 1  # both turns are protected from pruning: a summary instead
     assert redis.exists(checkpoint_key(session.key))
@@ -115,12 +126,10 @@ def test_the_providers_overflow_answer_is_recovered_by_a_summary_and_the_turn_an
     only sign. The window it showed is remembered, the context compacted, the request sent again."""
     fake_llm.context_window = 7_000
     model = Model({"turn1.txt": lines(150), "turn2.txt": lines(260)})
-    start(make_stack, fake_llm, model, window="200000")
-    session = Session(redis, fake_slack, "TURN-1 read it")
-    model.start(tmp_path / "workspaces", session)
-    wait_for_answer(session, "done r1")
-    session.say("TURN-2 read the next one")
-    wait_for_answer(session, "done r2")
+    session = converse(
+        make_stack, fake_llm, fake_slack, redis, tmp_path, model,
+        ("TURN-1 read it", "done r1"), ("TURN-2 read the next one", "done r2"), window="200000",
+    )  # fmt: skip
     overflows = [reason for _, reason in fake_llm.rejected if "maximum context length" in reason]
     assert len(overflows) == 1 and len(model.summaries) == 1
     assert redis.exists(checkpoint_key(session.key))
@@ -133,12 +142,10 @@ def test_the_next_turn_starts_from_the_checkpoint_of_an_automatic_summary(
     make_stack, fake_llm: FakeLLM, fake_slack, redis, tmp_path: Path
 ):
     model = Model({"turn1.txt": lines(260), "turn2.txt": lines(150)})
-    start(make_stack, fake_llm, model)
-    session = Session(redis, fake_slack, "TURN-1 read it")
-    model.start(tmp_path / "workspaces", session)
-    wait_for_answer(session, "done r1")
-    session.say("TURN-2 read the next one")
-    wait_for_answer(session, "done r2")
+    session = converse(
+        make_stack, fake_llm, fake_slack, redis, tmp_path, model,
+        ("TURN-1 read it", "done r1"), ("TURN-2 read the next one", "done r2"),
+    )  # fmt: skip
     assert len(model.summaries) == 1
 
     checkpoint = json.loads(redis.get(checkpoint_key(session.key)))

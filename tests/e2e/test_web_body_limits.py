@@ -10,34 +10,18 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 
-from agent.testing import FakeLLM
-from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.signing import signed_headers
-from gateway.sandbox.stack import BOT_TOKEN, SIGNING_SECRET, Stack
-from tests.conftest import TEST_REDIS_URL
+from gateway.sandbox.stack import SIGNING_SECRET, Stack
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
 MIB = 1024 * 1024
 DEEP = 2000  # past Python's recursion limit (1,000), which json.loads runs into
 FAST_S = 3.0  # an answer that did not wait for the rest of the body, or chew on it
-
-
-@pytest.fixture(scope="module")
-def web(tmp_path_factory) -> Iterator[Stack]:
-    """The real web process, no workers: these requests must be refused before any listener."""
-    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()
-    stack = Stack(tmp_path_factory.mktemp("bodies"), TEST_REDIS_URL, slack.api_url, llm.base_url)
-    stack.start(workers=0)
-    yield stack
-    stack.stop()
-    slack.stop()
-    llm.stop()
 
 
 def post(web: Stack, body: bytes, content_type: str | None, *, sign: bool):

@@ -11,15 +11,11 @@ import json
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.testing import FakeLLM
-from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.signing import signed_headers
-from gateway.sandbox.stack import BOT_TOKEN, SIGNING_SECRET, Stack
-from tests.conftest import TEST_REDIS_URL
+from gateway.sandbox.stack import SIGNING_SECRET, Stack
 from tests.e2e.test_bad_input import recorded
 from tests.slack_events import samples
 
@@ -39,18 +35,6 @@ WEIRD_VALUE = st.one_of(
     st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
 )  # fmt: skip
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture(scope="module")
-def web(tmp_path_factory):
-    """The real web process, no workers (nothing may run; we only look at what was recorded)."""
-    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM().start()
-    stack = Stack(tmp_path_factory.mktemp("fuzz"), TEST_REDIS_URL, slack.api_url, llm.base_url)
-    stack.start(workers=0)
-    yield stack
-    stack.stop()
-    slack.stop()
-    llm.stop()
 
 
 def paths(value: Any, prefix: tuple = ()) -> list[tuple]:
