@@ -26,7 +26,8 @@
 --   9 queues_key     RQ's set of queues
 --   10 queued_sessions the sessions with a queued turn, which the janitor watches
 --   11 early_key     replies held until the session exists (hash: Slack ts → held reply JSON)
---   12.. quota counters (jobs/quotas.py), ARGV 16 of them, then
+--   12 working_key   the sessions whose turn the speaker's messages started (sorted set)
+--   13.. quota counters (jobs/quotas.py), ARGV 16 of them, then
 --        the dedupe keys of the Slack delivery (none: nothing to deduplicate); always last
 --
 -- ARGV
@@ -47,32 +48,44 @@
 --   13 ts            the input's Slack ts: the held reply's field, the fold's cut-off
 --   14 early_ttl_s   how long a held reply waits for its session
 --   15 parked_count  how many parked states follow (no worker is held in them)
---   16 quota_count   how many quota counters KEYS holds from 12
---   17.. per quota its limit and window (s), then the parked states, then the values of the
+--   16 quota_count   how many quota counters KEYS holds from 13
+--   17 working_limit how many sessions the speaker may have working at once (0: no limit)
+--   18 working_ttl_s how long working_key is kept after its latest session
+--   19.. per quota its limit and window (s), then the parked states, then the values of the
 --        job's own fields (jobs.queues.OWN_FIELDS)
 --
 -- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
--- (jobs.keys.MetaField) and the job fields every turn shares (jobs.queues.turn_job). As
--- arguments, the job fields would be most of what each call sends and Redis unpacks.
+-- (jobs.keys.MetaField), the working states (jobs.session.state.WORKING_STATES), how a
+-- session's meta key is spelled, and the job fields every turn shares (jobs.queues.turn_job).
+-- As arguments, the job fields would be most of what each call sends and Redis unpacks.
 --
--- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session' or 'quota <i>[ tell]' (the i-th
+-- Counting the speaker's working sessions reads the meta hash of each session working_key
+-- names: keys this script is not given, which a standalone Redis allows (the queue and quota
+-- keys already live outside the session's hash slot, so this script is not Cluster-safe anyway).
+--
+-- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session', 'quota <i>[ tell]' (the i-th
 -- quota is used up: nothing is recorded but the dedupe keys and that quota's count; ' tell'
--- on its first refusal in the window); a queue that refuses the job
+-- on its first refusal in the window) or 'working' (the input would start a turn and the
+-- speaker has working_limit sessions working: nothing recorded but the dedupe keys and the
+-- quota counts); a queue that refuses the job
 -- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local queued_sessions, early_key = KEYS[10], KEYS[11]
-local quota_from, quota_count = 12, tonumber(ARGV[16] or '0')
+local queued_sessions, early_key, working_key = KEYS[10], KEYS[11], KEYS[12]
+local quota_from, quota_count = 13, tonumber(ARGV[16] or '0')
 local dedupe_from = quota_from + quota_count
 
 local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
 local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local recent_ttl_s, no_session, dedupe_ttl_s, job_id = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local ts, early_ttl_s = ARGV[13], ARGV[14]
-local parked_from = 17 + 2 * quota_count
+local working_limit, working_ttl_s = tonumber(ARGV[17] or '0'), ARGV[18]
+local parked_from = 19 + 2 * quota_count
 
 local STATE, UPDATED, CREATED, OWNER = ${state}, ${updated}, ${created}, ${owner}
+local WORKING = {${working}}
+local META_BEFORE, META_AFTER = ${meta_before}, ${meta_after}
 
 -- Slack ts order: "<seconds>.<micro>", the seconds by their digits, then the fraction.
 local function ts_parts(value)
@@ -133,16 +146,37 @@ end
 -- only, so a flood is told once per window rather than once per message.
 local function over_quota()
   for i = 1, quota_count do
-    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[15 + 2 * i])
+    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[17 + 2 * i])
     if tonumber(redis.call('GET', counter) or '0') >= limit then
       return i, redis.call('INCR', counter) == limit + 1
     end
   end
   for i = 1, quota_count do
     local counter = KEYS[quota_from + i - 1]
-    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[16 + 2 * i]) end
+    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[18 + 2 * i]) end
   end
   return nil
+end
+
+-- Whether this input would start a turn: nothing holds or has claimed the session's turn, and
+-- the session is not working (a reply to a running or parked turn joins work already counted).
+local function starts_work()
+  if redis.call('EXISTS', lease_key) == 1 or redis.call('EXISTS', queued_key) == 1 then return false end
+  return not WORKING[redis.call('HGET', meta_key, STATE) or 'idle']
+end
+
+-- Whether the speaker already has working_limit sessions working; forgets those that ended.
+local function too_many_working()
+  if working_limit == 0 or not starts_work() then return false end
+  local working = 0
+  for _, other in ipairs(redis.call('ZRANGE', working_key, 0, -1)) do
+    if WORKING[redis.call('HGET', META_BEFORE .. other .. META_AFTER, STATE) or 'idle'] then
+      working = working + 1
+    else
+      redis.call('ZREM', working_key, other)
+    end
+  end
+  return working >= working_limit
 end
 
 if recording then
@@ -160,6 +194,7 @@ if recording then
     hold()
     return 'held'
   end
+  if too_many_working() then return 'working' end
 end
 redis.call('HSETNX', meta_key, CREATED, now_ms)
 if recording then
@@ -191,5 +226,9 @@ local own = parked_to
 redis.call('HSET', job_key, ${job_fields})
 redis.call('SADD', queues_key, queue_key)
 redis.call('SADD', queued_sessions, session)
+if working_limit > 0 then
+  redis.call('ZADD', working_key, now_ms, session)
+  redis.call('EXPIRE', working_key, working_ttl_s)
+end
 redis.call('HSET', meta_key, STATE, 'queued', UPDATED, now_ms)
 return 'wire'

@@ -42,15 +42,17 @@ from jobs.keys import (
     lease_key,
     meta_key,
     recent_session_key,
+    session_key_around,
     turn_queued_key,
     wire_key,
+    working_sessions_key,
 )
 from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
 from jobs.quotas import Quota, Refused
 from jobs.redis_text import text
 from jobs.session.early import EARLY_REPLY_TTL_S
-from jobs.session.state import RECENT_TTL_S
+from jobs.session.state import RECENT_TTL_S, WORKING_STATES
 from jobs.session.store import SessionStore, encode_record, now_ms
 from jobs.session.user_input import UserInput
 
@@ -75,12 +77,15 @@ def record_input(
     dedupe_ttl_s: int = 0,
     without_session: WithoutSession = "start",
     quotas: Sequence[Quota] = (),
+    working: Quota | None = None,
 ) -> Recorded | Refused:
     """Record `user_input` unless a dedupe key was seen, and claim and enqueue the turn if free.
 
     In a thread without a session, `without_session` says whether the input starts it, is held
     until it starts ('held', claiming the dedupe keys) or is ignored ('no session', claiming none).
-    Over one of `quotas`, nothing is recorded and that quota is returned (`Refused`).
+    Over one of `quotas`, nothing is recorded and that quota is returned (`Refused`); so is
+    `working` (jobs.quotas.working_quota) when the input would start a turn and the speaker
+    already has that many sessions working.
     """
     token = new_turn_token()
     job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
@@ -88,18 +93,22 @@ def record_input(
     keys = [
         *_session_keys(key), turn_queued_key(key), recent_session_key(key.team, key.channel, user_input.user),
         job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, early_replies_key(key),
+        working.key if working else working_sessions_key(key.team, user_input.user),
         *(quota.key for quota in quotas), *dedupe_keys,
     ]  # fmt: skip
     args = [
         *_input_args(user_input, "record"), user_input.user, token, QUEUED_FLAG_TTL_S, str(key),
         RECENT_TTL_S, without_session, dedupe_ttl_s, job.id, user_input.ts, EARLY_REPLY_TTL_S,
-        len(parked), len(quotas), *(n for quota in quotas for n in (quota.limit, quota.window_s)),
+        len(parked), len(quotas), working.limit if working else 0, working.window_s if working else 0,
+        *(n for quota in quotas for n in (quota.limit, quota.window_s)),
         *parked, *(value for _, value in job.own),
     ]  # fmt: skip
     recorded = text(lua(redis, script_text(job.shared))(keys=keys, args=args))
     if recorded.startswith("quota "):
         words = recorded.split()
         return Refused(quotas[int(words[1]) - 1], tell=words[-1] == "tell")
+    if recorded == "working" and working is not None:
+        return Refused(working, tell=True)
     return cast(Recorded, recorded)
 
 
@@ -124,6 +133,7 @@ def script_text(shared: Fields) -> str:
     and the job's own fields read from ARGV. Routing alone (`route_input`) shares none."""
     source = _scripts.get(shared)
     if source is None:
+        meta_before, meta_after = session_key_around("meta")
         pairs = [f"{_literal(name)}, ARGV[own + {i}]" for i, name in enumerate(OWN_FIELDS, 1)]
         pairs += [f"{_literal(name)}, {_literal(value)}" for name, value in shared]
         source = _scripts[shared] = _TEMPLATE.substitute(
@@ -131,6 +141,9 @@ def script_text(shared: Fields) -> str:
             updated=_literal(MetaField.UPDATED),
             created=_literal(MetaField.CREATED),
             owner=_literal(MetaField.OWNER),
+            working=", ".join(f"[{_literal(state)}] = true" for state in sorted(WORKING_STATES)),
+            meta_before=_literal(meta_before),
+            meta_after=_literal(meta_after),
             record_field=_literal(RECORD_FIELD),
             job_fields=", ".join(pairs),
         )

@@ -47,7 +47,8 @@ class SessionKey(BaseModel):
 
     def redis_key(self, part: str) -> str:
         """The session's key `part`; call the named functions below rather than this."""
-        return f"{PREFIX}:{{{self}}}:{part}"
+        before, after = session_key_around(part)
+        return f"{before}{self}{after}"
 
     @property
     def is_subagent(self) -> bool:
@@ -86,6 +87,12 @@ def early_replies_key(key: SessionKey) -> str:
 def outbox_key(key: SessionKey) -> str:
     """Stream: notices for the thread, each as JSON in field NOTICE_FIELD (jobs.session.store)."""
     return key.redis_key("outbox")
+
+
+def session_key_around(part: str) -> tuple[str, str]:
+    """What comes before and after a session (`str(SessionKey)`) in its key `part`: for a Lua
+    script that reads the key of a session it found in a set (jobs/input.lua)."""
+    return f"{PREFIX}:{{", f"}}:{part}"
 
 
 def meta_key(key: SessionKey) -> str:
@@ -210,6 +217,13 @@ def action_dedupe_key(team: str, user: str, action_id: str, action_ts: str) -> s
 def quota_key(team: str, *parts: str) -> str:
     """String: a quota's count in its current window, expiring with the window (jobs.quotas)."""
     return f"{PREFIX}:quota:{team}:" + ":".join(parts)
+
+
+def working_sessions_key(team: str, user: str) -> str:
+    """Sorted set: the sessions whose turn a message of this person started (score: when), pruned
+    of those no longer working each time it is counted (quota `QUOTA_SESSIONS_PER_USER`,
+    jobs/input.lua)."""
+    return f"{PREFIX}:working:{team}:{user}"
 
 
 def spawned_key(key: SessionKey, turn_id: str) -> str:

@@ -8,17 +8,22 @@ message is not recorded at all: no input, no turn, no model request; its dedupe 
 claimed, so Slack's retry of it is a duplicate rather than a second refusal. Only the first
 refusal of a quota's window is told (an ephemeral line, posted before the ack): a flood of
 refused messages then costs Redis one call each and Slack nothing.
+
+One quota is not a rate: the sessions a person has working at once (`working_quota`). It is
+checked, in the same script, only for a message that would start a turn, and told every time
+(the per-person rate already bounds how often).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.keys import SessionKey, quota_key
+from jobs.keys import SessionKey, quota_key, working_sessions_key
 from jobs.settings import Settings
 
 MINUTE_S = 60
 HOUR_S = 3600
+WORKING_TTL_S = 30 * 24 * HOUR_S  # the working set outlives any parked turn someone still cares about
 
 
 @dataclass(frozen=True)
@@ -70,3 +75,19 @@ def input_quotas(settings: Settings, key: SessionKey, user: str, *, by_bot: bool
             )
         )
     return [quota for quota in quotas if quota.limit > 0]
+
+
+def working_quota(settings: Settings, team: str, user: str) -> Quota | None:
+    """At most QUOTA_SESSIONS_PER_USER sessions working at once that `user`'s messages started;
+    `window_s` is how long the set of them is kept after the last one started. None: no limit."""
+    limit = settings.QUOTA_SESSIONS_PER_USER
+    if limit == 0:
+        return None
+    return Quota(
+        working_sessions_key(team, user),
+        limit,
+        WORKING_TTL_S,
+        f"You already have {limit} sessions working (running, queued or waiting for an approval or"
+        " sub-agents), the most one person may have at once. This one was not read; send it again"
+        " when one of them has ended, or stop one with `!stop` in its thread.",
+    )

@@ -86,6 +86,7 @@ EXPECTED: dict[str, str] = {
     "QUOTA_SUBAGENTS_ALIVE_PER_ROOT": "sub-agents working at once under one session people started (≥ 1)",
     "QUOTA_SUBAGENTS_PER_TURN": "sub-agents one turn may start, swarm items included (≥ 1)",
     "QUOTA_SWARM_ITEMS_PER_CALL": "items one AgentSwarm call may have (1-128)",
+    "QUOTA_SESSIONS_PER_USER": "sessions one person may have working at once (0: no limit)",
 }
 
 
@@ -177,6 +178,10 @@ class Settings(BaseSettings):
     QUOTA_SUBAGENTS_ALIVE_PER_ROOT: int = Field(default=32, ge=1)
     QUOTA_SUBAGENTS_PER_TURN: int = Field(default=16, ge=1)
     QUOTA_SWARM_ITEMS_PER_CALL: int = Field(default=64, ge=1, le=128)
+    # Sessions working at once (queued, running, or parked on an approval or sub-agents) that one
+    # person's messages started: a person follows a few threads at a time; 5 stops a script from
+    # occupying every worker, and a new request waits until one of theirs ends.
+    QUOTA_SESSIONS_PER_USER: int = Field(default=5, ge=0)
 
     @property
     def operators(self) -> frozenset[str]:

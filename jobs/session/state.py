@@ -18,6 +18,7 @@ from jobs.session.store import SessionStore, now_ms
 
 STOPPED_STATES: frozenset[str] = frozenset({"cancelled", "interrupted", "failed"})
 PARKED_STATES: frozenset[str] = frozenset({"awaiting_approval", "awaiting_agents"})  # no worker held
+WORKING_STATES: frozenset[str] = frozenset({"queued", "running"}) | PARKED_STATES  # a turn not ended
 RECENT_TTL_S = 30 * 24 * 3600  # `/agent cancel` without a link finds sessions this recent
 
 

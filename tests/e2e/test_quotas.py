@@ -14,20 +14,23 @@ from gateway.render.buttons import ButtonValue
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
-from jobs.keys import SessionKey
+from jobs.keys import RECORD_FIELD, SessionKey, wire_key
 from jobs.session.store import SessionStore
 from tests.e2e.agents import Agents, start_stack, subagent_keys, tool_results, wait_for_answer
 from tests.e2e.sessions import link, open_session, put_in_state, response_url
 from tests.e2e.test_inbound import _bot_reply, user_texts
 from tests.e2e.test_inbound import answered as inbound_answered
+from tests.e2e.test_live_turns import card_with, click, state
 from tests.e2e.test_skill_commands import add_skills
 from tests.e2e.turns import Session
 from tests.polling import wait_for
-from tests.slack_events import block_action, command, mention
+from tests.slack_events import block_action, command, mention, message
 from tests.thread_view import bot_messages, ephemerals, responses
 
 SLOW_DOWN = "Slow down"  # part of the per-person refusal
 CHANNEL_FULL = "in this channel in the last minute"  # part of the per-channel refusal
+TOO_MANY_AT_ONCE = "You already have 2 sessions working"  # part of the sessions-at-once refusal
+ASKING = {"APPROVAL_TOOLS": "shell", "APPROVAL_WAIVED_TOOLS": ""}  # a shell call parks its turn
 
 
 def mention_new_thread(stack: Stack, fake_slack: FakeSlack, user: str, channel: str = "C111") -> SessionKey:
@@ -97,6 +100,40 @@ def test_bot_turns_per_thread_per_hour_break_a_loop(make_stack, fake_slack, fake
     window_passes(redis, "tl:quota:T111:bot:*")
     assert stack.send_event(_bot_reply(root, fake_slack.next_ts(), "B999")).status_code == 200
     inbound_answered(fake_slack, "C111", key.thread_ts, 4)
+
+
+def parked_session(stack: Stack, fake_slack: FakeSlack, fake_llm: FakeLLM, redis: Redis) -> SessionKey:
+    """A session W222 starts whose turn waits for approval of a shell call: working, no worker held."""
+    fake_llm.script(calls(("c1", "shell", {"command": "true"})))
+    key = mention_new_thread(stack, fake_slack, "W222")
+    wait_for(lambda: state(redis, key) == "awaiting_approval", what="the parked turn")
+    return key
+
+
+def on_wire(redis: Redis, key: SessionKey, words: str) -> bool:
+    """`words` were recorded in the session (a reply to a parked turn is not folded into the
+    context until the call's result is, so the raw wire is where it shows)."""
+    return any(words in record[RECORD_FIELD.encode()].decode() for _, record in redis.xrange(wire_key(key)))
+
+
+def test_sessions_working_at_once_per_person(make_stack, fake_slack, fake_llm, redis):
+    stack = make_stack(QUOTA_SESSIONS_PER_USER="2", **ASKING)
+    first, second = (parked_session(stack, fake_slack, fake_llm, redis) for _ in range(2))
+    over = mention_new_thread(stack, fake_slack, "W222")
+    told = ephemerals(fake_slack, "W222")
+    assert len(told) == 1 and told[0]["text"].startswith(TOO_MANY_AT_ONCE)
+    assert nothing_recorded(redis, over) and len(fake_llm.requests) == 2
+
+    answered(fake_slack, mention_new_thread(stack, fake_slack, "W333"))  # someone else is not limited
+    steer = fake_slack.add_user_message("C111", "use make", user="W222", thread_ts=second.thread_ts)
+    reply = message("use make", ts=steer["ts"], thread_ts=second.thread_ts)
+    assert stack.send_event(reply).status_code == 200  # joins work already counted
+    wait_for(lambda: on_wire(redis, second, "use make"), what="the reply")
+
+    assert click(stack, fake_slack, card_with(fake_slack, first, "Deny"), "Deny") == "Denied `shell`."
+    wait_for(lambda: state(redis, first) == "idle", what="the first session to end")
+    answered(fake_slack, mention_new_thread(stack, fake_slack, "W222"))
+    assert len(ephemerals(fake_slack, "W222")) == 1
 
 
 def test_a_replayed_skill_command_adds_one_input(stack, fake_slack, fake_llm: FakeLLM, redis, tmp_path):
