@@ -8,12 +8,12 @@ from typing import Any
 from gateway.sandbox.fake_slack import BOT_USER_ID, TEAM_ID
 
 
-def app_mention(ts: str, channel: str, words: str, event_id: str) -> dict[str, Any]:
-    """An `event_callback` for `@bot <words>` posted at `ts` in `channel` by W222."""
+def app_mention(ts: str, channel: str, words: str, event_id: str, user: str = "W222") -> dict[str, Any]:
+    """An `event_callback` for `@bot <words>` posted at `ts` in `channel` by `user`."""
     event = {
         "type": "app_mention",
         "text": f"<@{BOT_USER_ID}> {words}",
-        "user": "W222",
+        "user": user,
         "ts": ts,
         "channel": channel,
         "event_ts": ts,

@@ -8,15 +8,17 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+from collections import Counter
 from pathlib import Path
 
 import httpx
 import pytest
 
-from bench.gateway import HOST, fire, mention, signed_mentions, start_bare, trivial_asgi_app
+from bench.gateway import HOST, Crowd, fire, mention, signed_mentions, start_bare, trivial_asgi_app
 from bench.open_loop import Run, post, read_response
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import Stack
+from jobs.settings import Settings
 
 RATE = 50
 SECONDS = 1
@@ -72,11 +74,24 @@ def test_a_response_in_chunks_or_closing_its_connection_is_read_whole() -> None:
 
 
 def test_every_mention_is_a_new_thread_with_its_own_event_id() -> None:
-    events = [mention(3, index, channels=4) for index in range(100)]
+    events = [mention(3, index, Crowd(people=10, channels=4)) for index in range(100)]
     assert len({event["event_id"] for event in events}) == 100
     assert len({event["event"]["ts"] for event in events}) == 100
     assert {event["event"]["channel"] for event in events} == {"C100", "C101", "C102", "C103"}
+    assert len({event["event"]["user"] for event in events}) == 10
     assert all("thread_ts" not in event["event"] for event in events)
+
+
+def test_the_crowd_is_large_enough_that_no_default_quota_refuses() -> None:
+    settings = Settings()
+    crowd = Crowd.unrefused(2_000, 200, settings)
+    events = [mention(1, index, crowd) for index in range(crowd.people)]  # the warm-up: one each
+    events += [mention(2, index, crowd) for index in range(2_000)]
+    per_person = Counter(event["event"]["user"] for event in events)
+    per_channel = Counter(event["event"]["channel"] for event in events)
+    most = min(settings.QUOTA_MENTIONS_PER_USER_PER_MINUTE, settings.QUOTA_SESSIONS_PER_USER)
+    assert max(per_person.values()) <= most
+    assert max(per_channel.values()) <= settings.QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE
 
 
 @pytest.mark.e2e
