@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import httpx
 from redis import Redis
+from redis.exceptions import ResponseError
+from rq import Worker
 from slack_sdk.errors import SlackApiError
 
 from agent.redaction import redact_text, redact_url
@@ -27,7 +29,9 @@ from agent.tools.sandbox import (
 )
 from gateway.authz import nobody_approves
 from gateway.slack_client import web_client
+from jobs.queues import SERIALIZER, TURNS_QUEUE
 from jobs.settings import Settings
+from jobs.storage import StorageSeen, storage_seen_by
 from jobs.turn.sandbox import shell_sandbox
 from jobs.turn.tools import tools_that_ask
 
@@ -63,6 +67,72 @@ def check_redis(settings: Settings) -> Check:
     except Exception as error:
         return Check(False, "redis", f"{shown}: {_said(error)}", "start redis-server or correct REDIS_URL")
     return Check(True, "redis", f"{shown} (Redis {info.get('redis_version', '?')})")
+
+
+# What keeps the guarantees across a Redis restart and under memory pressure (README, "Running on
+# several machines"): every write in the append-only file, and nothing evicted to make room.
+DURABLE = {"appendonly": "yes", "maxmemory-policy": "noeviction"}
+DURABLE_FIX = "set appendonly yes, appendfsync everysec (or always) and maxmemory-policy noeviction"
+
+
+def check_persistence(settings: Settings) -> Check:
+    """Whether Redis keeps what threadline wrote: a restart that forgets, or an eviction, loses input."""
+    if not settings.REDIS_URL:
+        return Check(False, "persist", "no Redis to ask (REDIS_URL is not set)", "see the redis line")
+    redis = Redis.from_url(settings.REDIS_URL, socket_connect_timeout=CHECK_TIMEOUT_S)
+    try:
+        found = {name: str(redis.config_get(name).get(name, "?")) for name in (*DURABLE, "appendfsync")}
+    except ResponseError as error:  # a managed Redis may refuse CONFIG: say what to check, never fail forever
+        return Check(True, "persist", f"Redis refused CONFIG GET ({_said(error)}); make sure: {DURABLE_FIX}")
+    except Exception as error:
+        return Check(False, "persist", f"could not ask Redis: {_said(error)}", "see the redis line")
+    said = ", ".join(f"{name} {value}" for name, value in found.items())
+    wrong = [name for name, wanted in DURABLE.items() if found[name] != wanted]
+    if wrong or found["appendfsync"] == "no":
+        return Check(False, "persist", f"{said}: a restart or full memory loses input", DURABLE_FIX)
+    return Check(True, "persist", said)
+
+
+SHARE_FIX = (
+    "mount one shared storage at AGENT_WORKDIR on every worker machine (README: Running on several machines)"
+)
+
+
+def check_storage(settings: Settings) -> Check:
+    """Whether every live turn worker sees the same AGENT_WORKDIR storage (jobs.storage)."""
+    if not settings.REDIS_URL:
+        return Check(False, "storage", "no Redis to ask (REDIS_URL is not set)", "see the redis line")
+    try:
+        seen = _storage_of_turn_workers(settings)
+    except Exception as error:
+        return Check(False, "storage", f"could not ask Redis: {_said(error)}", "see the redis line")
+    if not seen:
+        return Check(True, "storage", "no turn worker is running (each says which storage it sees)")
+    storages: dict[str, list[StorageSeen]] = {}
+    for each in seen:
+        if each is not None:
+            storages.setdefault(each.storage, []).append(each)
+    silent = sum(1 for each in seen if each is None)
+    shown = "; ".join(_storage_line(storage, by) for storage, by in sorted(storages.items()))
+    shown += f"; {silent} worker(s) not reported yet" if silent else ""
+    if len(storages) > 1:
+        return Check(
+            False, "storage", f"turn workers see different storage as AGENT_WORKDIR: {shown}", SHARE_FIX
+        )
+    return Check(True, "storage", f"one storage for every turn worker: {shown}")
+
+
+def _storage_of_turn_workers(settings: Settings) -> list[StorageSeen | None]:
+    """What each live turn worker published about its storage (None: nothing yet)."""
+    redis = Redis.from_url(settings.REDIS_URL or "", socket_connect_timeout=CHECK_TIMEOUT_S)
+    workers = Worker.all(connection=redis, serializer=SERIALIZER)
+    turn_workers = [worker for worker in workers if TURNS_QUEUE in worker.queue_names()]
+    return [storage_seen_by(redis, worker.hostname or "", worker.pid or 0) for worker in turn_workers]
+
+
+def _storage_line(storage: str, by: list[StorageSeen]) -> str:
+    places = sorted({f"{each.host}:{each.path}" for each in by})
+    return f"storage {storage[:8]} ({len(by)} at {', '.join(places)})"
 
 
 def check_slack(settings: Settings) -> Check:
@@ -157,6 +227,8 @@ def check_approvers(settings: Settings) -> Check:
 
 CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_redis,
+    check_persistence,
+    check_storage,
     check_slack,
     check_model,
     check_workspace,

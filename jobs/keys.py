@@ -379,6 +379,12 @@ def channel_members_cache_key(team: str, channel: str) -> str:
     return f"{PREFIX}:members:{team}:{channel}"
 
 
+def storage_key(host: str, pid: int) -> str:
+    """String: the AGENT_WORKDIR storage a turn worker process sees (jobs.storage.StorageSeen, JSON),
+    refreshed while it lives; `threadline doctor` compares those of the live workers."""
+    return f"{PREFIX}:storage:{host}:{pid}"
+
+
 def user_kind_cache_key(team: str, user: str) -> str:
     """String: what a person is in this workspace, `member`, `guest` or `external`, from users.info
     (gateway.authz)."""
@@ -405,6 +411,7 @@ class MetaField:
     RESUME_REQUESTED: Final = "resume_requested"  # who said resume; the next turn runs even with no input
     CANCEL_AT: Final = "cancel_at"  # ms a running turn was asked to cancel (jobs.control, jobs.janitor)
     DELIVERED: Final = "delivered"  # the outbox id delivered through (gateway.delivery.job)
+    WORKSPACE: Final = "workspace"  # the storage id its workspace was made on (jobs.storage)
     # A sub-agent's place under its parent (jobs.delegation.children.ChildInfo).
     SUB_PARENT: Final = "sub_parent"
     SUB_ROOT: Final = "sub_root"

@@ -13,6 +13,7 @@ from redis import Redis
 from agent.testing import FakeLLM
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
+from tests.durable_redis import DurableRedis
 from tests.sandboxing import open_for_the_sandbox
 from tests.unattended import UNATTENDED
 
@@ -70,6 +71,17 @@ def redis(redis_url: str) -> Iterator[Redis]:
     yield client
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def durable_redis_url(tmp_path: Path) -> Iterator[str]:
+    """A Redis of the test's own, set up as production should run it (append-only, no eviction)."""
+    (tmp_path / "durable-redis").mkdir()
+    durable = DurableRedis(tmp_path / "durable-redis").start()
+    try:
+        yield durable.url
+    finally:
+        durable.stop()
 
 
 @pytest.fixture

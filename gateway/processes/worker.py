@@ -38,6 +38,7 @@ from jobs import due_jobs, janitor, retention, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
+from jobs.storage import publish_storage
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
 # httpx loads its async transport stack lazily on the first request; a fork that does that
@@ -79,6 +80,18 @@ def _release_due(redis: Redis, stop: threading.Event) -> None:
             log.warning("releasing due jobs failed", exc_info=True)
 
 
+def _publish_storage(redis: Redis, stop: threading.Event, settings: Settings) -> None:
+    """A turn worker says which AGENT_WORKDIR storage it sees, for `threadline doctor` (jobs.storage)."""
+    every_s = settings.JANITOR_INTERVAL_SECONDS
+    while True:
+        try:
+            publish_storage(redis, settings.AGENT_WORKDIR, ttl_s=int(3 * every_s) + 1)
+        except Exception:  # Redis away for a moment, or the storage: the next tick tries again
+            log.warning("publishing the workspace storage failed", exc_info=True)
+        if stop.wait(every_s):
+            return
+
+
 WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
 
 
@@ -116,9 +129,13 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     queues = [queue(redis, name) for name in ROLE_QUEUES[role]]
     stop = threading.Event()
     url = settings.REDIS_URL or ""
-    background = ((_janitor, (redis_from_url(url), stop, settings.JANITOR_INTERVAL_SECONDS)),
-                  (_release_due, (redis_from_url(url), stop)),
-                  (_retention, (redis_from_url(url), stop, settings)))  # fmt: skip
+    background: list[tuple[Callable[..., None], tuple[object, ...]]] = [
+        (_janitor, (redis_from_url(url), stop, settings.JANITOR_INTERVAL_SECONDS)),
+        (_release_due, (redis_from_url(url), stop)),
+        (_retention, (redis_from_url(url), stop, settings)),
+    ]
+    if role == "turns":
+        background.append((_publish_storage, (redis_from_url(url), stop, settings)))
     for target, args in background:
         threading.Thread(target=target, args=args, daemon=True).start()
     try:

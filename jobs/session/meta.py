@@ -46,6 +46,7 @@ class SessionMeta(BaseModel):
     resume_requested: str | None = Field(None, validation_alias=MetaField.RESUME_REQUESTED)
     cancel_at: int | None = Field(None, validation_alias=MetaField.CANCEL_AT)
     delivered: str | None = Field(None, validation_alias=MetaField.DELIVERED)
+    workspace: str | None = Field(None, validation_alias=MetaField.WORKSPACE)
     sub_parent: str | None = Field(None, validation_alias=MetaField.SUB_PARENT)
     sub_root: str | None = Field(None, validation_alias=MetaField.SUB_ROOT)
     sub_depth: str | None = Field(None, validation_alias=MetaField.SUB_DEPTH)
@@ -133,6 +134,10 @@ class MetaHash:
     def set_delivered(self, notice_id: str) -> None:
         """The outbox entry delivery has handled, through which it never posts again."""
         self._set({MetaField.DELIVERED: notice_id})
+
+    def note_workspace(self, storage: str) -> None:
+        """The session's workspace exists, on the storage named `storage` (jobs.storage)."""
+        self.redis.hsetnx(self.key, MetaField.WORKSPACE, storage)
 
     def set_lineage(self, fields: Mapping[str, str]) -> None:
         """A sub-agent's place under its parent: `MetaField.SUB_*` fields (ChildInfo.to_meta)."""

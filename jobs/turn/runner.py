@@ -38,13 +38,14 @@ from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.session.approvals import ApprovalStore, waited_text
 from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
+from jobs.session.meta import MetaHash
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
 from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
-from jobs.turn.workspace import WorkspaceError, ensure_workspace
+from jobs.turn.workspace import WorkspaceError, open_workspace
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,8 @@ class TurnRunner:
                 set_state(self.store, "idle")
             return "idle: nothing to answer"
         try:
-            workspace = ensure_workspace(self.settings, self.info.root if self.info else self.store.key)
+            root = MetaHash(self.store.redis, self.info.root) if self.info else self.store.meta
+            workspace = open_workspace(self.settings, root)
         except WorkspaceError as error:
             return self._finish(TurnOutcome("failed", error=str(error)), None)
         reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)

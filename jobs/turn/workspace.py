@@ -6,6 +6,11 @@ shared mirror (jobs/turn/mirrors.py). Its URL may carry a token (userinfo or a
 query string), and a failed clone is reported in the thread: every URL shown there or in the
 log, git's own stderr included, goes through `agent.redaction` first.
 
+Every turn opens its workspace through `open_workspace`: a session notes the storage its
+workspace was made on (jobs.storage), and a workspace that was made and is not here is never
+made again, empty or freshly cloned: the turn stops and says why (a worker whose AGENT_WORKDIR
+is not the shared storage, or files removed behind threadline's back).
+
 When the worker runs as root, shell commands run as the sandbox's unprivileged uid
 (SHELL_SANDBOX_UID), so the workspace, and everything in it, belongs to that uid; the file
 tools keep new files with the workspace's owner (agent/tools/workspace.py).
@@ -22,7 +27,9 @@ from pathlib import Path
 from agent.redaction import redact_url
 from agent.tools.sandbox import sandbox_user
 from jobs.keys import SessionKey
+from jobs.session.meta import MetaHash
 from jobs.settings import Settings
+from jobs.storage import storage_id
 from jobs.turn.mirrors import refresh_mirror, run_git
 from jobs.turn.sandbox import shell_sandbox
 
@@ -31,6 +38,35 @@ log = logging.getLogger(__name__)
 
 class WorkspaceError(RuntimeError):
     """The workspace could not be prepared; the message says what to fix."""
+
+
+NOT_SHARED = (
+    "this worker cannot see the session's files: AGENT_WORKDIR must be shared storage that every"
+    " worker mounts. `!resume` tries again on whichever worker takes the turn."
+)
+GONE = (
+    "the session's files are gone from AGENT_WORKDIR (removed outside threadline), and its turns"
+    " cannot go on without them. Start a new thread to begin again."
+)
+
+
+def open_workspace(settings: Settings, meta: MetaHash) -> Path:
+    """The workspace of `meta`'s session (a sub-agent tree's root), made on first use; one made
+    before that this worker cannot find raises WorkspaceError instead of being made again."""
+    here = storage_id(settings.AGENT_WORKDIR)
+    made_on = meta.read().workspace
+    path = workspace_path(settings, meta.session)
+    if made_on is not None and not path.exists():
+        log.error(
+            "the workspace of %s was made on storage %s; this worker's AGENT_WORKDIR %s is storage %s"
+            " and has no %s",
+            meta.session, made_on, settings.AGENT_WORKDIR.resolve(), here, path,
+        )  # fmt: skip
+        raise WorkspaceError(GONE if made_on == here else NOT_SHARED)
+    path = ensure_workspace(settings, meta.session)
+    if made_on is None:
+        meta.note_workspace(here)
+    return path
 
 
 def workspace_path(settings: Settings, key: SessionKey) -> Path:

@@ -1,5 +1,7 @@
 from pathlib import Path
 
+from redis import Redis
+
 from agent.testing import FakeLLM
 from gateway.doctor import run_doctor
 from gateway.sandbox.embedded_redis import EmbeddedRedis
@@ -8,11 +10,15 @@ from gateway.sandbox.stack import BOT_TOKEN
 from jobs.settings import Settings
 
 
+def named(lines: list[str], check: str) -> str:
+    return next(line for line in lines if line.split()[1] == check)
+
+
 def test_everything_reachable_is_all_ok(
-    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
+    tmp_path: Path, durable_redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
 ):
     settings = Settings.load(
-        REDIS_URL=redis_url, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
+        REDIS_URL=durable_redis_url, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
         LLM_BASE_URL=fake_llm.base_url, LLM_MODEL="m", AGENT_WORKDIR=tmp_path / "ws",
         SLACK_APPROVERS="U0APPROVER",
     )  # fmt: skip
@@ -20,6 +26,8 @@ def test_everything_reachable_is_all_ok(
     assert run_doctor(settings, lines.append) == 0
     assert [line.split()[0:2] for line in lines] == [
         ["ok", "redis"],
+        ["ok", "persist"],
+        ["ok", "storage"],
         ["ok", "slack"],
         ["ok", "model"],
         ["ok", "workspace"],
@@ -37,19 +45,17 @@ def test_each_problem_gets_one_line_with_its_fix(tmp_path: Path, fake_slack: Fak
     )  # fmt: skip
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 1
-    assert len(lines) == 6 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
-    assert "invalid_auth" in lines[1]
+    assert len(lines) == 8 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
+    assert "invalid_auth" in named(lines, "slack")
 
 
 def test_no_model_endpoint_means_the_demo_model(tmp_path: Path):
     lines: list[str] = []
     run_doctor(Settings.load(AGENT_WORKDIR=tmp_path), lines.append)
-    assert lines[2].startswith("ok   model") and "demo model" in lines[2]
+    assert named(lines, "model").startswith("ok   model") and "demo model" in named(lines, "model")
 
 
 def test_embedded_redis_starts_and_stops(tmp_path: Path):
-    from redis import Redis
-
     embedded = EmbeddedRedis(tmp_path / "redis")
     url = embedded.start()
     try:
@@ -68,8 +74,9 @@ def with_password(url: str, user: str = "default") -> str:
 
 
 def test_urls_with_credentials_are_shown_redacted_when_all_is_well(
-    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
+    tmp_path: Path, durable_redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
 ):
+    redis_url = durable_redis_url
     settings = Settings.load(
         REDIS_URL=with_password(redis_url), SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url,
         LLM_BASE_URL=with_password(fake_llm.base_url, "key"), LLM_MODEL="m", AGENT_WORKDIR=tmp_path,
@@ -78,7 +85,7 @@ def test_urls_with_credentials_are_shown_redacted_when_all_is_well(
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 0
     assert lines[0].startswith(f"ok   redis      redis://default:***@{redis_url.split('://', 1)[1]} (Redis ")
-    assert lines[2].startswith("ok   model      http://key:***@127.0.0.1:")
+    assert named(lines, "model").startswith("ok   model      http://key:***@127.0.0.1:")
     assert not [line for line in lines if SECRET in line]
 
 
@@ -93,8 +100,8 @@ def test_failures_quote_neither_passwords_nor_slack_bodies(tmp_path: Path, fake_
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 1
     assert lines[0].startswith("FAIL redis      redis://:***@127.0.0.1:9/0: ConnectionError")
-    assert "auth.test answered invalid_auth" in lines[1]
-    assert lines[2].startswith("FAIL model      http://127.0.0.1:9/v1?api_key=***: ConnectError")
+    assert "auth.test answered invalid_auth" in named(lines, "slack")
+    assert named(lines, "model").startswith("FAIL model      http://127.0.0.1:9/v1?api_key=***: ConnectError")
     assert not [line for line in lines if SECRET in line]
 
 
@@ -111,3 +118,22 @@ def test_the_sandbox_line_says_which_mode_is_in_force(tmp_path: Path):
     missing = sandbox_line(SHELL_BWRAP=str(tmp_path / "no-bwrap"))
     assert missing.startswith("FAIL sandbox    shell is refused: bubblewrap is not installed")
     assert "-- fix: install bubblewrap" in missing and "SHELL_SANDBOX=off (unsafe" in missing
+
+
+def test_a_redis_that_forgets_on_restart_fails_with_the_settings_to_change(tmp_path: Path):
+    forgetful = EmbeddedRedis(tmp_path / "redis")  # appendonly no, as redis-server starts by default
+    try:
+        lines: list[str] = []
+        run_doctor(Settings.load(REDIS_URL=forgetful.start(), AGENT_WORKDIR=tmp_path / "ws"), lines.append)
+    finally:
+        forgetful.stop()
+    persist = named(lines, "persist")
+    assert persist.startswith("FAIL persist    appendonly no, maxmemory-policy noeviction")
+    assert "fix: set appendonly yes" in persist
+
+
+def test_a_redis_that_evicts_fails(tmp_path: Path, durable_redis_url: str):
+    Redis.from_url(durable_redis_url).config_set("maxmemory-policy", "allkeys-lru")
+    lines: list[str] = []
+    run_doctor(Settings.load(REDIS_URL=durable_redis_url, AGENT_WORKDIR=tmp_path / "ws"), lines.append)
+    assert named(lines, "persist").startswith("FAIL persist    appendonly yes, maxmemory-policy allkeys-lru")

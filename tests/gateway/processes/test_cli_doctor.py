@@ -15,11 +15,11 @@ CLEARED = ("LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY")
 
 def test_doctor_exits_zero_when_everything_answers(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-    redis_url: str, fake_slack: FakeSlack,
+    durable_redis_url: str, fake_slack: FakeSlack,
 ) -> None:  # fmt: skip
     for name in CLEARED:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("REDIS_URL", durable_redis_url)
     monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
     monkeypatch.setenv("SLACK_API_URL", fake_slack.api_url)
     monkeypatch.setenv("AGENT_WORKDIR", str(tmp_path / "ws"))
@@ -28,8 +28,8 @@ def test_doctor_exits_zero_when_everything_answers(
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [
-        ["ok", "redis"], ["ok", "slack"], ["ok", "model"], ["ok", "workspace"], ["ok", "sandbox"],
-        ["ok", "approvers"],
+        ["ok", "redis"], ["ok", "persist"], ["ok", "storage"], ["ok", "slack"], ["ok", "model"],
+        ["ok", "workspace"], ["ok", "sandbox"], ["ok", "approvers"],
     ]  # fmt: skip
 
 
@@ -43,8 +43,9 @@ def test_doctor_exits_non_zero_and_names_the_fix(
     assert main(["doctor"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("FAIL redis") and "threadline sandbox" in lines[0]
-    assert lines[1].startswith("FAIL slack") and "-- fix: " in lines[1]
-    assert lines[3].startswith("ok   workspace")
+    checks = {line.split()[1]: line for line in lines}
+    assert checks["slack"].startswith("FAIL slack") and "-- fix: " in checks["slack"]
+    assert checks["workspace"].startswith("ok   workspace")
 
 
 @pytest.mark.parametrize(
