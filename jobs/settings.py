@@ -79,6 +79,7 @@ EXPECTED: dict[str, str] = {
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
     "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same as web)",
+    "WORKER_DRAIN_SECONDS": "how long a stopping worker lets running tools finish before handing turns back",
     # -- quotas (jobs/quotas.py); 0 turns one off --
     "QUOTA_MENTIONS_PER_USER_PER_MINUTE": "messages one person may give the agent per minute (0: no limit)",
     "QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE": "messages a channel may give the agent per minute (0: no limit)",
@@ -163,6 +164,9 @@ class Settings(BaseSettings):
     # Where web and workers share cores, Slack's 3-second ack must not queue behind turn work,
     # which waits on the model most of the time anyway.
     WORKER_NICENESS: int = Field(default=10, ge=0, le=19)
+    # A deploy's SIGTERM: the worker stops taking jobs, hands its turns back to the queue and
+    # exits within this. Platforms kill about 30 s after SIGTERM (Heroku, Kubernetes' default).
+    WORKER_DRAIN_SECONDS: float = Field(default=20, gt=0)
 
     # -- quotas (jobs/quotas.py): what one person, channel, bot or prompt may make the agent do.
     # A person typing fast sends a few messages a minute; 10 leaves room for that and stops a

@@ -1,9 +1,15 @@
-"""How a running turn is stopped from outside: a Stop click, or its time limit.
+"""How a running turn is stopped from outside: a Stop click, its time limit, or a restart.
 
-Both set the turn's `CancelSignal`, which its tools hear at once. A Stop click reaches the
-loop through `TurnSink.cancel_requested`, polled every `CANCEL_POLL_S`; the time limit is a
-timer on the event loop. Whatever the loop awaits then (a model call, a summary) is abandoned,
-and the turn ends with one `turn.cancel` record.
+A Stop click and the time limit set the turn's `CancelSignal`, which its tools hear at once. A
+Stop click reaches the loop through `TurnSink.cancel_requested`, polled every `CANCEL_POLL_S`;
+the time limit is a timer on the event loop. Whatever the loop awaits then (a model call, a
+summary) is abandoned, and the turn ends with one `turn.cancel` record.
+
+A restart (`drain`, the worker asked to stop for a deploy) does not end the turn: a model call
+or summary in flight is abandoned at once (nothing of it was recorded, so asking again later is
+safe), running tools get `grace_s` to finish before the signal stops them with a
+"worker_restarted" result, and at the next step boundary the turn stops as `handed_back`, for
+another worker to go on with.
 """
 
 from __future__ import annotations
@@ -14,9 +20,8 @@ import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from agent.loop.ports import TurnOutcome, TurnSink
+from agent.loop.ports import HANDED_BACK, TurnOutcome, TurnSink
 from agent.tools.cancel import CancelSignal
-from agent.tools.texts import CancelReason
 from agent.wire import TurnCancel
 
 log = logging.getLogger(__name__)
@@ -42,12 +47,28 @@ class TurnStopping:
         self.deadline_s = deadline_s
         self.signal = CancelSignal()
         self.timed_out = False
+        self.draining = False
+        self._drained: asyncio.Event | None = None
+
+    def drain(self, grace_s: float) -> None:
+        """The worker is restarting: hand the turn back (see the module's doc). On the loop's thread."""
+        if self.draining:
+            return
+        self.draining = True
+        self._drained_event().set()
+        asyncio.get_running_loop().call_later(
+            grace_s, lambda: self.signal.cancel("worker_restarted", after_s=grace_s)
+        )
 
     def stop_if_cancelled(self, turn_id: str, steps: int) -> None:
-        """Record the cancel and raise `TurnStopped` when the signal is set."""
+        """Raise `TurnStopped` when the turn must stop: handed back while draining (unless a
+        cancel came first), else with the cancel recorded when the signal is set."""
+        if self.draining and self.signal.reason in (None, "worker_restarted"):
+            raise TurnStopped(TurnOutcome(HANDED_BACK, steps=steps))
         if not self.signal.cancelled:
             return
-        reason: CancelReason = self.signal.reason or "aborted"
+        reason = self.signal.reason
+        assert reason is not None and reason != "worker_restarted"
         self.sink.record(TurnCancel(turn_id=turn_id, target="active", reason=reason), f"{turn_id}:cancel")
         if self.timed_out:
             seconds = int(self.deadline_s or 0)
@@ -59,18 +80,27 @@ class TurnStopping:
     async def cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
         """Await `work`; when the signal is set first, stop it and stop the turn."""
         task = asyncio.ensure_future(work)
-        stop = asyncio.ensure_future(self.signal.wait())
+        stops = {
+            asyncio.ensure_future(self.signal.wait()),
+            asyncio.ensure_future(self._drained_event().wait()),
+        }
         try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, *stops}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            stop.cancel()
+            for stop in stops:
+                stop.cancel()
         if task.done():
             return task.result()
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
         self.stop_if_cancelled(turn_id, step)
-        raise AssertionError("unreachable: the signal was set")
+        raise AssertionError("unreachable: the signal was set or the turn is draining")
+
+    def _drained_event(self) -> asyncio.Event:
+        if self._drained is None:  # made on the loop that awaits it
+            self._drained = asyncio.Event()
+        return self._drained
 
     async def watch(self) -> None:
         """Poll for a Stop click until the signal is set."""

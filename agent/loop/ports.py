@@ -127,9 +127,11 @@ class NullReporter:
 
 
 TurnEndReason = Literal[
-    "completed", "cancelled", "failed", "awaiting_approval", "awaiting_agents", "timed_out"
+    "completed", "cancelled", "failed", "awaiting_approval", "awaiting_agents", "timed_out", "handed_back"
 ]
 PARKED_REASONS = frozenset({"awaiting_approval", "awaiting_agents"})
+# The worker was asked to stop (a deploy): the turn has not ended; another worker goes on with it.
+HANDED_BACK: TurnEndReason = "handed_back"
 WireEndReason = Literal["completed", "cancelled", "failed"]
 
 
@@ -151,6 +153,7 @@ ENDINGS: dict[TurnEndReason, Ending] = {
     "timed_out": Ending(wire="failed", state="failed", card="timed_out"),
     "awaiting_approval": Ending(wire=None, state="awaiting_approval", card="awaiting_approval"),
     "awaiting_agents": Ending(wire=None, state="awaiting_agents", card=None),
+    "handed_back": Ending(wire=None, state="queued", card="handed_back"),
 }
 
 

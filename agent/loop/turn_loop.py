@@ -27,7 +27,6 @@ from agent.loop._stopping import TurnStopped, TurnStopping
 from agent.loop.parking import ApprovalCheck, approver_for
 from agent.loop.ports import (
     ENDINGS,
-    PARKED_REASONS,
     CallsDeferred,
     DeferredResults,
     NoDeferredResults,
@@ -125,6 +124,10 @@ class Loop:
 
     # -- the turn ---------------------------------------------------------------------
 
+    def drain(self, grace_s: float) -> None:
+        """The worker is restarting: hand this turn back (agent/loop/_stopping.py). On its loop."""
+        self.stopping.drain(grace_s)
+
     async def run_turn(self, turn_id: str, parked: ParkedStep | None = None) -> TurnOutcome:
         self.turn_id = turn_id
         watcher = asyncio.ensure_future(self.stopping.watch())
@@ -137,7 +140,7 @@ class Loop:
             watcher.cancel()
             if timer is not None:
                 timer.cancel()
-        if outcome.reason not in PARKED_REASONS:
+        if ENDINGS[outcome.reason].wire is not None:
             self._end(turn_id, outcome)
         return outcome
 
@@ -262,9 +265,8 @@ class Loop:
         if not deferred:
             return False
         if self.signal.cancelled:
-            reason = self.signal.reason or "aborted"
             for call in deferred:
-                self._record_result(step_uuid, call, error_result(texts.aborted(call.name, reason)))
+                self._record_result(step_uuid, call, error_result(self.signal.aborted_text(call.name)))
             return False
         ready = self.deferrals.wait(step_uuid, deferred)
         if ready is None:

@@ -62,7 +62,7 @@ class BatchAdapter:
         self._calls[call.id] = call
         waiter = self._waiter_for(call.id)
         if self._signal.cancelled:
-            self._resolve(call.id, error_result(texts.aborted(call.name, self._signal.reason or "aborted")))
+            self._resolve(call.id, error_result(self._signal.aborted_text(call.name)))
         elif len(self._calls) == len(self._expected):
             self._dispatch()
         return waiter
@@ -132,7 +132,7 @@ class BatchAdapter:
         if self.dispatched:
             return  # the executor has the signal and answers every call itself
         for call_id, call in list(self._calls.items()):
-            self._resolve(call_id, error_result(texts.aborted(call.name, reason)))
+            self._resolve(call_id, error_result(self._signal.aborted_text(call.name)))
 
 
 async def _nothing() -> AsyncIterator[ToolCallResult]:

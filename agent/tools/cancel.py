@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from agent.tools import texts
 from agent.tools.texts import CancelReason
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,7 @@ CancelCallback = Callable[[CancelReason], None]
 class CancelSignal:
     def __init__(self) -> None:
         self._reason: CancelReason | None = None
+        self.after_s: float | None = None  # for "worker_restarted": how long the tools were given
         self._event: asyncio.Event | None = None
         self._callbacks: list[CancelCallback] = []
 
@@ -32,12 +34,13 @@ class CancelSignal:
     def reason(self) -> CancelReason | None:
         return self._reason
 
-    def cancel(self, reason: CancelReason = "aborted") -> None:
+    def cancel(self, reason: CancelReason = "aborted", *, after_s: float | None = None) -> None:
         """Set the signal once; later calls keep the first reason. Call it on the loop's thread
         (from another thread: `loop.call_soon_threadsafe(signal.cancel, reason)`)."""
         if self._reason is not None:
             return
         self._reason = reason
+        self.after_s = after_s
         if self._event is not None:
             self._event.set()
         callbacks, self._callbacks = self._callbacks, []
@@ -46,6 +49,10 @@ class CancelSignal:
                 callback(reason)
             except Exception:  # one listener failing must not keep the others from hearing it
                 log.exception("cancel callback failed")
+
+    def aborted_text(self, name: str) -> str:
+        """What the model reads for a call of `name` this cancel stopped or kept from running."""
+        return texts.aborted(name, self._reason or "aborted", self.after_s)
 
     def add_callback(self, callback: CancelCallback) -> Callable[[], None]:
         """Run `callback(reason)` on cancel (at once if already cancelled); returns a remover."""

@@ -198,7 +198,7 @@ class _Batch:
         self._ready.put_nowait(ToolCallResult(state.call.id, state.call.name, result))
 
     def _aborted(self, name: str) -> ToolResult:
-        return error_result(texts.aborted(name, self._signal.reason or "aborted"))
+        return error_result(self._signal.aborted_text(name))
 
     # --- cancellation --------------------------------------------------------------------
 

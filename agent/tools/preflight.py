@@ -105,7 +105,7 @@ def preflight_call(
     except Exception as error:
         return error_result(texts.resolve_failed(tool.name, str(error) or type(error).__name__))
     if signal.cancelled:
-        return error_result(texts.aborted(call.name, signal.reason or "aborted"))
+        return error_result(signal.aborted_text(call.name))
     if isinstance(execution, ToolResult):
         return execution
     decision = policy.decide(tool, args, call.id)

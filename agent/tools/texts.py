@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-CancelReason = Literal["user_cancelled", "aborted"]
+# "worker_restarted": the worker was asked to stop (a deploy) and the tool outlived its grace.
+CancelReason = Literal["user_cancelled", "aborted", "worker_restarted"]
 
 TOOL_OUTPUT_EMPTY = "Tool output is empty."
 NON_TEXT_CONTENT = "Tool returned non-text content."
@@ -24,7 +25,13 @@ def resolve_failed(name: str, message: str) -> str:
     return f'Tool "{name}" failed to resolve execution: {message}'
 
 
-def aborted(name: str, reason: CancelReason = "aborted") -> str:
+def aborted(name: str, reason: CancelReason = "aborted", after_s: float | None = None) -> str:
+    if reason == "worker_restarted":
+        after = f" after {after_s:g} s" if after_s is not None else ""
+        return (
+            f'Tool "{name}" was stopped{after} because the worker restarted; it may have partly run. '
+            "Check what it changed before running it again."
+        )
     if reason == "user_cancelled":
         return (
             f'The user manually interrupted "{name}" (and anything else running at the same time). '

@@ -50,7 +50,7 @@ def _worker(args: argparse.Namespace) -> int:
     settings = check_approval_settings(Settings.load().require(*WORKER_SETTINGS))
     if args.role == "all":
         passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
-        return supervise(args.turn_workers, passthrough)
+        return supervise(args.turn_workers, passthrough, drain_s=settings.WORKER_DRAIN_SECONDS)
     work(settings, role=args.role, burst=args.burst, worker_class=args.worker_class)
     return 0
 
@@ -59,9 +59,13 @@ def _run(args: argparse.Namespace) -> int:
     from gateway.processes.together import run_together
     from jobs.turn.tools import check_approval_settings
 
-    check_approval_settings(Settings.load().require(*dict.fromkeys(WEB_SETTINGS + WORKER_SETTINGS)))
+    settings = check_approval_settings(
+        Settings.load().require(*dict.fromkeys(WEB_SETTINGS + WORKER_SETTINGS))
+    )
     me = [sys.executable, "-m", "gateway.processes.cli"]
-    return run_together({"web": [*me, "web"], "worker": [*me, "worker"]})
+    # The worker drains its turns (WORKER_DRAIN_SECONDS) before it exits: wait for it a little longer.
+    grace_s = settings.WORKER_DRAIN_SECONDS + 1
+    return run_together({"web": [*me, "web"], "worker": [*me, "worker"]}, stop_grace_s=grace_s)
 
 
 def _doctor(args: argparse.Namespace) -> int:

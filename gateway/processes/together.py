@@ -16,8 +16,14 @@ from collections.abc import Mapping
 STOP_GRACE_S = 10
 
 
-def run_together(commands: Mapping[str, list[str]], env: Mapping[str, str] | None = None) -> int:
-    """Start every command; when one exits or on Ctrl-C, stop them all. Returns the first exit code."""
+def run_together(
+    commands: Mapping[str, list[str]],
+    env: Mapping[str, str] | None = None,
+    *,
+    stop_grace_s: float = STOP_GRACE_S,
+) -> int:
+    """Start every command; when one exits or on Ctrl-C / SIGTERM, stop them all: SIGTERM, then
+    SIGKILL after `stop_grace_s`, or at once on a second SIGTERM. Returns the first exit code."""
     children = {
         name: subprocess.Popen(command, env=dict(env or os.environ)) for name, command in commands.items()
     }
@@ -35,16 +41,24 @@ def run_together(commands: Mapping[str, list[str]], env: Mapping[str, str] | Non
     except KeyboardInterrupt:
         return 0
     finally:
-        _stop_all(list(children.values()))
+        _stop_all(list(children.values()), stop_grace_s)
 
 
-def _stop_all(children: list[subprocess.Popen[bytes]]) -> None:
+def _stop_all(children: list[subprocess.Popen[bytes]], grace_s: float) -> None:
+    signal.signal(signal.SIGTERM, lambda *_: _kill_all(children))  # asked twice: no more waiting
     for child in children:
         if child.poll() is None:
             child.terminate()
-    deadline = time.monotonic() + STOP_GRACE_S
+    deadline = time.monotonic() + grace_s
     for child in children:
         try:
             child.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _kill_all(children: list[subprocess.Popen[bytes]]) -> None:
+    for child in children:
+        if child.poll() is None:
             child.kill()

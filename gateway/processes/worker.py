@@ -13,13 +13,16 @@ forking Worker each fork starts with them loaded instead of paying ~0.3 s per jo
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
+from types import FrameType
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -39,6 +42,7 @@ from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 from jobs.storage import publish_storage
+from jobs.turn.drain import request_drain
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
 # httpx loads its async transport stack lazily on the first request; a fork that does that
@@ -92,7 +96,43 @@ def _publish_storage(redis: Redis, stop: threading.Event, settings: Settings) ->
             return
 
 
-WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {"fork": Worker, "simple": SimpleWorker}
+DRAIN_SIGNAL = signal.SIGUSR1  # the forking worker tells its work horse to drain
+# What a stopping worker keeps of WORKER_DRAIN_SECONDS to hand its turns back after their tools
+# stopped, so it exits before its supervisor kills it.
+HAND_BACK_S = 2.0
+
+
+def tool_grace_s(settings: Settings) -> float:
+    return max(0.5, settings.WORKER_DRAIN_SECONDS - HAND_BACK_S)
+
+
+class DrainingSimpleWorker(SimpleWorker):
+    """RQ's SimpleWorker whose warm shutdown (the first SIGTERM) hands the running turn back
+    (jobs.turn.drain) instead of waiting for it to end; the second is RQ's cold shutdown."""
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        request_drain(tool_grace_s(runtime.settings()))
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
+
+
+class DrainingWorker(Worker):
+    """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1."""
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.horse_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.horse_pid, DRAIN_SIGNAL)
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
+
+    def setup_work_horse_signals(self) -> None:
+        super().setup_work_horse_signals()  # type: ignore[no-untyped-call]  # untyped in RQ
+        signal.signal(DRAIN_SIGNAL, lambda *_: request_drain(tool_grace_s(runtime.settings())))
+
+
+WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {
+    "fork": DrainingWorker,
+    "simple": DrainingSimpleWorker,
+}
 
 
 SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `supervise` for the workers it starts
@@ -100,12 +140,14 @@ SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `supervise` for the worke
 ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
 
 
-def supervise(turn_workers: int, passthrough: list[str]) -> int:
-    """Run the delivery worker and the turn workers as children; stop all when one stops."""
+def supervise(turn_workers: int, passthrough: list[str], *, drain_s: float) -> int:
+    """Run the delivery worker and the turn workers as children; stop all when one stops.
+    Stopping gives them `drain_s` to hand their turns back (a second SIGTERM: at once)."""
     me = [sys.executable, "-m", "gateway.processes.cli", "worker", *passthrough]
     commands = {"delivery": [*me, "--role", "delivery"]}
     commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
-    return run_together(commands, env={**os.environ, SUPERVISOR_PID: str(os.getpid())})
+    env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
+    return run_together(commands, env=env, stop_grace_s=drain_s)
 
 
 def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:

@@ -20,6 +20,7 @@ _TURN_HEADINGS = {
     "interrupted": ":warning: Interrupted",
     "awaiting_approval": ":raised_hand: Waiting for approval",
     "timed_out": ":alarm_clock: Timed out",
+    "handed_back": ":arrows_counterclockwise: Paused for a restart; another worker goes on with it",
 }
 _TOOL_MARKS = {
     "running": ":hourglass_flowing_sand:",

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 ToolState = Literal[
     "running", "done", "failed", "unknown", "denied", "skipped", "aborted", "awaiting_approval"
 ]
-TurnState = Literal["running", "done", "failed", "cancelled", "interrupted", "awaiting_approval", "timed_out"]
+TurnState = Literal[
+    "running", "done", "failed", "cancelled", "interrupted", "awaiting_approval", "timed_out", "handed_back"
+]
 
 
 class _Frozen(BaseModel):

@@ -16,7 +16,7 @@ from rq.timeouts import JobTimeoutException
 from agent.delegation import SUBAGENT_RESULT
 from agent.fold import HistoryFold
 from agent.loop.parking import approval_check
-from agent.loop.ports import ENDINGS, PARKED_REASONS, ParkedStep, TurnOutcome
+from agent.loop.ports import ENDINGS, HANDED_BACK, PARKED_REASONS, ParkedStep, TurnOutcome
 from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import Message, is_real_user_input
 from agent.model.base import ChatModel
@@ -43,12 +43,14 @@ from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, Inf
 from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.drain import drainable
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
 
 log = logging.getLogger(__name__)
 
+HANDED_BACK_BY = "threadline (the worker restarted)"  # the resume request a handed-back turn leaves
 APOLOGY = "Sorry, I could not finish this turn: {reason}"
 TIMED_OUT = "This turn hit its time limit ({minutes} min) and was stopped. `!resume` continues it."
 
@@ -86,10 +88,12 @@ def run_turn(session_key: str) -> str:
             log.error("turn of %s stopped: its lease was lost to another worker", key)
             return "lease lost"
         moved = lease.hand_back()
-    if (moved and state_of(store) not in PARKED_STATES) or (
+    if (
+        (moved and state_of(store) not in PARKED_STATES)
         # The last answer came while this job still held the session: its continuation
         # could not start then, so it is enqueued now.
-        outcome == "awaiting_agents" and StepWaits(store).ready()
+        or (outcome == "awaiting_agents" and StepWaits(store).ready())
+        or outcome == HANDED_BACK  # the worker is stopping: another one goes on with the turn
     ):
         schedule_turn(redis, key, turn_timeout_s=timeout)
     return outcome
@@ -127,7 +131,9 @@ class TurnRunner:
         reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)
         self._start(reporter)
         try:
-            outcome = asyncio.run(self._loop(folder, workspace, reporter).run_turn(self.turn_id, parked))
+            outcome = asyncio.run(
+                _drainable_turn(self._loop(folder, workspace, reporter), self.turn_id, parked)
+            )
         except JobTimeoutException:
             outcome = TurnOutcome("timed_out", error="RQ job timeout")
             self.store.append(TurnEnded(turn_id=self.turn_id, reason="failed", error="timed out"))
@@ -237,6 +243,8 @@ class TurnRunner:
     def _finish(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
         if outcome.reason in PARKED_REASONS:
             return self._parked(outcome, reporter)
+        if outcome.reason == HANDED_BACK:
+            return self._handed_back(outcome, reporter)
         if reporter is not None:
             reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]  # agent's ENDINGS types card states as str
         by = cancel_requested_by(self.store.redis, self.store.key)
@@ -259,6 +267,18 @@ class TurnRunner:
             if reporter is not None:
                 reporter.finish("awaiting_approval")
             forward_approvals(self.store)  # a sub-agent's requests appear in its root's thread
+        return outcome.reason
+
+    def _handed_back(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        """The worker is stopping: the turn goes back to the queue, to go on where it stopped
+        (run_turn queues it once the lease is given back). Nothing ended, so nothing is posted
+        but the card's last state."""
+        if reporter is not None:
+            reporter.finish("handed_back")
+        self.store.meta.request_resume(HANDED_BACK_BY)
+        set_state(self.store, "queued")
+        log.info("turn %s of %s handed back after %d steps: the worker is stopping", self.turn_id,
+                 self.store.key, outcome.steps)  # fmt: skip
         return outcome.reason
 
     def _end_delegation(self, outcome: TurnOutcome, by: str | None) -> None:
@@ -289,6 +309,12 @@ class TurnRunner:
     def _notify(self, notice: Notice) -> None:
         self.store.post_notice(notice)
         schedule_delivery(self.store.redis, self.store.key)
+
+
+async def _drainable_turn(loop: Loop, turn_id: str, parked: ParkedStep | None) -> TurnOutcome:
+    """The turn, handed back if this worker is asked to stop meanwhile (jobs.turn.drain)."""
+    with drainable(loop):
+        return await loop.run_turn(turn_id, parked)
 
 
 def _asks_for_a_turn(message: Message) -> bool:

@@ -1,0 +1,125 @@
+"""A deploy interrupts nothing: SIGTERM to a real `threadline worker` mid-turn, a new worker after.
+
+The old worker stops taking jobs and hands its turn back within WORKER_DRAIN_SECONDS: a model
+call in flight is asked again by the next worker (nothing ran, so nothing is unknown); a tool
+that finishes within the grace keeps its result; one that does not is stopped with a result
+that says so. Nobody types `!resume`, and the thread gets neither the "stopped unexpectedly"
+notice nor an unknown-result notice. A second SIGTERM is today's crash path, which keeps its
+promises.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from typing import Any
+
+from agent.testing import FakeLLM, calls, text
+from gateway.sandbox.stack import THREADLINE, Stack
+from jobs.janitor import INTERRUPTED_TEXT
+from tests.e2e.agents import tool_results
+from tests.e2e.turns import Session
+from tests.polling import wait_for
+from tests.sandboxing import host_pids, sleep_marker
+from tests.thread_view import thread_texts
+
+DRAIN_S = 6  # tools get 4 s of it (gateway.processes.worker.HAND_BACK_S keeps 2)
+RESTARTED = "because the worker restarted; it may have partly run"
+
+
+def deploy(stack: Stack, old: str = "worker0", new: str = "worker1") -> subprocess.Popen[bytes]:
+    """SIGTERM the running `threadline worker`, wait for it to exit, and start its successor."""
+    process = stack.processes[old]
+    os.kill(process.pid, signal.SIGTERM)
+    process.wait(timeout=DRAIN_S + 10)  # a deadline for the test, not a timing assertion
+    return stack.spawn(new, [THREADLINE, "worker"])
+
+
+def answered(session: Session, words: str) -> None:
+    wait_for(lambda: any(words in said for said in session.bot_texts()), what=f"{words!r} in the thread")
+
+
+def nothing_unknown(session: Session) -> bool:
+    told = thread_texts(session.slack, session.key.channel, session.key.thread_ts)
+    return not session.notices("unknown_result") and not [t for t in told if INTERRUPTED_TEXT in t]
+
+
+def test_a_deploy_while_the_model_answers_hands_the_turn_to_the_next_worker(
+    make_stack, fake_slack, fake_llm, redis
+):
+    asked: list[dict[str, Any]] = []
+    first_held = threading.Event()
+
+    def model(body: dict[str, Any]) -> Any:
+        asked.append(body)
+        if len(asked) == 1:
+            first_held.wait(60)  # the old worker's request: never answered before the deploy
+        return text("all built")
+
+    fake_llm.default = model
+    stack = make_stack(WORKER_DRAIN_SECONDS=str(DRAIN_S))
+    try:
+        session = Session(redis, fake_slack, "build it")
+        wait_for(lambda: asked, what="the model to be asked")
+        deploy(stack)
+        answered(session, "all built")
+    finally:
+        first_held.set()
+    assert len(asked) == 2 and asked[1]["messages"] == asked[0]["messages"]  # asked again, the same
+    assert session.bot_texts().count("all built") == 1
+    assert nothing_unknown(session) and session.state() == "idle"
+
+
+def shell_turn(fake_llm: FakeLLM, command: str) -> None:
+    fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 300})), text("next step done"))
+
+
+def test_a_tool_that_finishes_within_the_grace_keeps_its_result(make_stack, fake_slack, fake_llm, redis):
+    marker = sleep_marker()
+    shell_turn(fake_llm, f"sleep {marker} & wait; echo built")
+    fake_llm.script(text("next step done"))
+    stack = make_stack(WORKER_DRAIN_SECONDS=str(DRAIN_S))
+    session = Session(redis, fake_slack, "build it")
+    wait_for(lambda: host_pids(marker), what="the command to run")
+    old = stack.processes["worker0"]
+    os.kill(old.pid, signal.SIGTERM)
+    for pid in host_pids(marker):  # the command ends inside the grace
+        os.kill(pid, signal.SIGTERM)
+    old.wait(timeout=DRAIN_S + 10)
+    stack.spawn("worker1", [THREADLINE, "worker"])
+    answered(session, "next step done")
+    result = tool_results(fake_llm.accepted()[1])["c1"]
+    assert "built" in result and RESTARTED not in result
+    assert nothing_unknown(session)
+
+
+def test_a_tool_still_running_at_the_deadline_is_stopped_and_says_so(make_stack, fake_slack, fake_llm, redis):
+    marker = sleep_marker()
+    shell_turn(fake_llm, f"sleep {marker}")
+    stack = make_stack(WORKER_DRAIN_SECONDS=str(DRAIN_S))
+    session = Session(redis, fake_slack, "build it")
+    wait_for(lambda: host_pids(marker), what="the command to run")
+    deploy(stack)
+    assert not host_pids(marker)
+    answered(session, "next step done")
+    assert RESTARTED in tool_results(fake_llm.accepted()[1])["c1"]
+    assert nothing_unknown(session) and len(fake_llm.accepted()) == 2
+
+
+def test_a_second_sigterm_falls_back_to_the_crash_path(make_stack, fake_slack, fake_llm, redis):
+    marker = sleep_marker()
+    shell_turn(fake_llm, f"sleep {marker}")
+    stack = make_stack(WORKER_DRAIN_SECONDS="60", LEASE_TTL_SECONDS="3", JANITOR_INTERVAL_SECONDS="1")
+    session = Session(redis, fake_slack, "build it")
+    wait_for(lambda: host_pids(marker), what="the command to run")
+    old = stack.processes["worker0"]
+    os.kill(old.pid, signal.SIGTERM)
+    wait_for(lambda: "warm shut down requested" in stack.log("worker0"), what="the drain to begin")
+    os.kill(old.pid, signal.SIGTERM)
+    old.wait(timeout=30)  # well before the 60 s drain
+    stack.spawn("worker1", [THREADLINE, "worker"])
+    wait_for(lambda: session.state() == "interrupted", what="the janitor to mark the turn interrupted")
+    wait_for(lambda: session.notices("unknown_result"), what="the unknown-result notice")
+    assert [(n.tool_call_id, n.tool_name) for n in session.notices("unknown_result")] == [("c1", "shell")]
