@@ -50,8 +50,16 @@ def _worker(args: argparse.Namespace) -> int:
     settings = check_approval_settings(Settings.load().require(*WORKER_SETTINGS))
     if args.role == "all":
         passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
+        if args.turn_concurrency is not None:
+            passthrough += ["--turn-concurrency", str(args.turn_concurrency)]
         return supervise(args.turn_workers, passthrough, drain_s=settings.WORKER_DRAIN_SECONDS)
-    work(settings, role=args.role, burst=args.burst, worker_class=args.worker_class)
+    work(
+        settings,
+        role=args.role,
+        burst=args.burst,
+        worker_class=args.worker_class,
+        turn_concurrency=args.turn_concurrency,
+    )
     return 0
 
 
@@ -115,6 +123,13 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=int(os.environ.get("THREADLINE_TURN_WORKERS", "1")),
         help="turn workers beside the delivery worker (default 1)",
+    )
+    worker.add_argument(
+        "--turn-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="turns each turn worker runs at once (default: TURN_CONCURRENCY, 16)",
     )
     worker.add_argument(
         "--role",

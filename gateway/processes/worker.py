@@ -1,9 +1,9 @@
 """The `worker` process: RQ's own workers, one on the `slack` queue and N on `turns`.
 
-Deliveries get a worker of their own: a turn holds its worker for minutes, and progress cards,
-answers and notices of other threads must not wait behind it. `threadline worker` supervises one
-delivery worker and `--turn-workers` turn workers as child processes; scale out by running more
-`worker` processes.
+Deliveries get a worker of their own: progress cards, answers and notices of other threads must
+not wait behind a turn. `threadline worker` supervises one delivery worker and `--turn-workers`
+turn workers as child processes, each turn worker running up to `--turn-concurrency` turns at
+once (gateway.processes.rq_workers); scale out by running more `worker` processes.
 
 It lives at the top layer because it runs the jobs of every layer: turns and compaction (jobs/)
 and deliveries to Slack (gateway.delivery). Their modules, the tool schemas and httpx's transport
@@ -13,21 +13,18 @@ forking Worker each fork starts with them loaded instead of paying ~0.3 s per jo
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import os
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from rq import SimpleWorker, Worker
+from rq import Queue, SimpleWorker, Worker
 from rq.worker import BaseWorker
 
 import gateway.delivery.job
@@ -36,13 +33,13 @@ import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import die_with_parent
 from gateway.processes.logs import configure_logging
+from gateway.processes.rq_workers import ConcurrentTurnWorker, DrainingSimpleWorker, DrainingWorker
 from gateway.processes.together import run_together
 from jobs import due_jobs, janitor, retention, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 from jobs.storage import publish_storage
-from jobs.turn.drain import request_drain
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
 # httpx loads its async transport stack lazily on the first request; a fork that does that
@@ -96,39 +93,6 @@ def _publish_storage(redis: Redis, stop: threading.Event, settings: Settings) ->
             return
 
 
-DRAIN_SIGNAL = signal.SIGUSR1  # the forking worker tells its work horse to drain
-# What a stopping worker keeps of WORKER_DRAIN_SECONDS to hand its turns back after their tools
-# stopped, so it exits before its supervisor kills it.
-HAND_BACK_S = 2.0
-
-
-def tool_grace_s(settings: Settings) -> float:
-    return max(0.5, settings.WORKER_DRAIN_SECONDS - HAND_BACK_S)
-
-
-class DrainingSimpleWorker(SimpleWorker):
-    """RQ's SimpleWorker whose warm shutdown (the first SIGTERM) hands the running turn back
-    (jobs.turn.drain) instead of waiting for it to end; the second is RQ's cold shutdown."""
-
-    def request_stop(self, signum: int, frame: FrameType | None) -> None:
-        request_drain(tool_grace_s(runtime.settings()))
-        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
-
-
-class DrainingWorker(Worker):
-    """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1."""
-
-    def request_stop(self, signum: int, frame: FrameType | None) -> None:
-        if self.horse_pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.horse_pid, DRAIN_SIGNAL)
-        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
-
-    def setup_work_horse_signals(self) -> None:
-        super().setup_work_horse_signals()  # type: ignore[no-untyped-call]  # untyped in RQ
-        signal.signal(DRAIN_SIGNAL, lambda *_: request_drain(tool_grace_s(runtime.settings())))
-
-
 WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {
     "fork": DrainingWorker,
     "simple": DrainingSimpleWorker,
@@ -150,7 +114,14 @@ def supervise(turn_workers: int, passthrough: list[str], *, drain_s: float) -> i
     return run_together(commands, env=env, stop_grace_s=drain_s)
 
 
-def work(settings: Settings, *, role: str, burst: bool = False, worker_class: str = "simple") -> None:
+def work(
+    settings: Settings,
+    *,
+    role: str,
+    burst: bool = False,
+    worker_class: str = "simple",
+    turn_concurrency: int | None = None,
+) -> None:
     supervisor = int(os.environ[SUPERVISOR_PID]) if SUPERVISOR_PID in os.environ else None
     if supervisor is not None:
         die_with_parent(supervisor)
@@ -181,10 +152,19 @@ def work(settings: Settings, *, role: str, burst: bool = False, worker_class: st
     for target, args in background:
         threading.Thread(target=target, args=args, daemon=True).start()
     try:
-        kind = WORKER_CLASSES[worker_class]
-        work_through_outages(lambda: kind(queues, connection=redis, serializer=SERIALIZER), burst=burst)
+        concurrency = turn_concurrency or settings.TURN_CONCURRENCY
+        work_through_outages(lambda: _rq_worker(role, worker_class, concurrency, queues, redis), burst=burst)
     finally:
         stop.set()
+
+
+def _rq_worker(
+    role: str, worker_class: str, concurrency: int, queues: list[Queue], redis: Redis
+) -> BaseWorker:
+    """A turn worker on SimpleWorker runs up to `concurrency` turns at once (gateway.processes.rq_workers)."""
+    if role == "turns" and worker_class == "simple":
+        return ConcurrentTurnWorker(queues, connection=redis, serializer=SERIALIZER, concurrency=concurrency)
+    return WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)
 
 
 REDIS_WAIT_CAP_S = 5.0

@@ -28,6 +28,14 @@ class Session:
         self.store = SessionStore(redis, self.key)
         self.say(text, ts=root["ts"], user=user)
 
+    @classmethod
+    def of(cls, redis: Redis, slack: FakeSlack, key: SessionKey) -> Session:
+        """The session of a thread started some other way."""
+        session = cls.__new__(cls)
+        session.redis, session.slack, session.key = redis, slack, key
+        session.store = SessionStore(redis, key)
+        return session
+
     def say(self, text: str, *, ts: str | None = None, user: str = "W222") -> str:
         ts = ts or self.slack.add_user_message(CHANNEL, text, user=user, thread_ts=self.key.thread_ts)["ts"]
         return submit_input(self.redis, self.key, UserInput(text=text, user=user, ts=ts), turn_timeout_s=3600)

@@ -1,0 +1,150 @@
+"""RQ's workers as threadline runs them: turns handed back on SIGTERM, many turns per process.
+
+- `DrainingSimpleWorker` and `DrainingWorker` (the forking one): RQ's warm shutdown (the first
+  SIGTERM) tells the running turn to drain (jobs.turn.drain) instead of waiting for it to end;
+  the second SIGTERM is RQ's cold shutdown.
+- `ConcurrentTurnWorker`: up to `concurrency` turns at once in one process. A turn spends nearly
+  all its time waiting on the model or a subprocess, so a whole process per turn is mostly idle
+  memory. Each job runs in a thread of its own, with its own event loop: the turn's code around
+  its loop is synchronous (redis-py, RQ's `perform_job`, git), so a thread keeps those steps off
+  the other turns without rewriting them, and a CPU-heavy step yields the GIL every few ms, so
+  other turns' lease heartbeats go on. RQ's bookkeeping stays its own: every job is dequeued,
+  prepared (an execution record in the started registry, with its heartbeat TTL) and finished by
+  RQ's methods; `rq info` shows the worker busy with each execution. Job timeouts use RQ's
+  thread-safe `TimerDeathPenalty`. A job is dequeued only when a slot is free, so a queued turn
+  is never held by a worker that cannot start it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+from redis.client import Pipeline
+from rq import SimpleWorker, Worker
+from rq.exceptions import StopRequested
+from rq.job import Job
+from rq.queue import Queue
+from rq.timeouts import TimerDeathPenalty
+from rq.worker.base import WorkerStatus
+
+from jobs import runtime
+from jobs.settings import Settings
+from jobs.turn.drain import request_drain
+
+log = logging.getLogger(__name__)
+
+DRAIN_SIGNAL = signal.SIGUSR1  # the forking worker tells its work horse to drain
+# What a stopping worker keeps of WORKER_DRAIN_SECONDS to hand its turns back after their tools
+# stopped, so it exits before its supervisor kills it.
+HAND_BACK_S = 2.0
+SLOT_WAIT_S = 5.0  # a worker waiting for a free slot heartbeats this often
+
+
+def tool_grace_s(settings: Settings) -> float:
+    return max(0.5, settings.WORKER_DRAIN_SECONDS - HAND_BACK_S)
+
+
+class DrainingSimpleWorker(SimpleWorker):
+    """RQ's SimpleWorker whose warm shutdown hands the running turn back (jobs.turn.drain)."""
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        request_drain(tool_grace_s(runtime.settings()))
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
+
+
+class DrainingWorker(Worker):
+    """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1."""
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.horse_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.horse_pid, DRAIN_SIGNAL)
+        super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
+
+    def setup_work_horse_signals(self) -> None:
+        super().setup_work_horse_signals()  # type: ignore[no-untyped-call]  # untyped in RQ
+        signal.signal(DRAIN_SIGNAL, lambda *_: request_drain(tool_grace_s(runtime.settings())))
+
+
+class ConcurrentTurnWorker(DrainingSimpleWorker):
+    """Up to `concurrency` jobs at once, each in a thread of its own (see the module's doc)."""
+
+    death_penalty_class = TimerDeathPenalty  # SIGALRM reaches the main thread only
+
+    def __init__(self, *args: Any, concurrency: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.concurrency = concurrency
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._running: set[threading.Thread] = set()
+        self._running_lock = threading.Lock()
+
+    # -- taking jobs ------------------------------------------------------------------
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        """RQ's dequeue, once a slot is free (heartbeating while every slot is busy)."""
+        while not self._slots.acquire(timeout=SLOT_WAIT_S):
+            self.heartbeat()
+        try:
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+        except BaseException:
+            self._slots.release()
+            raise
+        if result is None:
+            self._slots.release()
+        return result
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        execution = self.prepare_execution(job)
+        thread = threading.Thread(
+            target=self._perform, args=(job, queue, execution), name=f"turn {job.id}", daemon=True
+        )  # daemon: a cold shutdown (the second SIGTERM) ends the process, turns and all
+        with self._running_lock:
+            self._running.add(thread)
+        thread.start()
+
+    def _perform(self, job: Job, queue: Queue, execution: Any) -> None:
+        try:
+            self.perform_job(job, queue, execution)
+        except Exception:  # RQ records a job's own failure; this is RQ's bookkeeping failing
+            log.exception("job %s ended outside RQ's bookkeeping", job.id)
+        finally:
+            with self._running_lock:
+                self._running.discard(threading.current_thread())
+            self._slots.release()
+            with contextlib.suppress(Exception):  # rq info's view; a Redis blip must not matter here
+                self.set_state(WorkerStatus.IDLE)
+
+    def set_state(self, state: str, pipeline: Pipeline | None = None) -> None:
+        """RQ's state for the worker, which stays busy while any of its turns runs (RQ marks it
+        idle whenever it waits for the next job)."""
+        if state == WorkerStatus.IDLE and self.running_turns():
+            state = WorkerStatus.BUSY
+        super().set_state(state, pipeline)
+
+    # -- stopping ---------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        """Stop taking jobs now, even when turns run (they are draining; `teardown` waits)."""
+        self._stop_requested = True
+        self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]  # untyped in RQ
+        raise StopRequested()
+
+    def teardown(self) -> None:
+        """Let the turns hand themselves back before the worker leaves RQ's registry."""
+        deadline = time.monotonic() + runtime.settings().WORKER_DRAIN_SECONDS
+        with self._running_lock:
+            running = list(self._running)
+        for thread in running:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
+
+    def running_turns(self) -> int:
+        with self._running_lock:
+            return len(self._running)
