@@ -1,9 +1,11 @@
 """Many sessions at once through the whole product (issue 9).
 
-    python -m bench.load [--sessions 200] [--workers 4] [--model-ms 200]
+    python -m bench.load [--sessions 200] [--workers 4] [--model-ms 200] [--turn-concurrency N]
 
 Sends N signed `app_mention` events (each a new thread) to the real `web` process as fast as
-it takes them; `--workers` real `threadline worker` processes run the turns against a fake
+it takes them, each from a person of its own (so no per-person quota refuses them);
+`--workers` real `threadline worker` processes (each running up to `--turn-concurrency` turns at
+once; 1 is the one-turn-per-process model of before issue 19) run the turns against a fake
 model that takes `--model-ms` per call and asks for one tool step per turn (so two model calls
 per turn). Reports turns per second, p50 / p99 time from mention to the answer in its thread,
 Redis memory per session, and whether any input was lost.
@@ -59,6 +61,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--model-ms", type=float, default=200)
+    parser.add_argument("--turn-concurrency", type=int, default=None, help="default: TURN_CONCURRENCY")
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     args = parser.parse_args()
     redis = Redis.from_url(args.redis)
@@ -66,14 +69,14 @@ def main() -> None:
     slack = FakeSlack(bot_token=BOT_TOKEN).start()
     llm = FakeLLM(default=model(args.model_ms / 1000)).start()
     with tempfile.TemporaryDirectory() as tmp:
-        stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="").start(
-            workers=args.workers
-        )
+        concurrency = {"TURN_CONCURRENCY": str(args.turn_concurrency)} if args.turn_concurrency else {}
+        stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="", **concurrency)
+        stack.start(workers=args.workers)
         try:
             memory_before = int(redis.info("memory")["used_memory"])
             roots = [
-                slack.add_user_message(f"C{100 + i % CHANNELS}", f"<@{BOT_USER_ID}> job {i}", user="W222")
-                for i in range(args.sessions)
+                slack.add_user_message(f"C{100 + i % CHANNELS}", f"<@{BOT_USER_ID}> job {i}", user=person)
+                for i, person in enumerate(f"W{i:06d}" for i in range(args.sessions))
             ]
             sent: dict[str, float] = {}
 
@@ -81,7 +84,7 @@ def main() -> None:
                 root = roots[index]
                 sent[root["ts"]] = time.time()
                 body = mention_body(root["ts"], index)
-                body["event"]["channel"] = root["channel"]
+                body["event"].update(channel=root["channel"], user=root["user"])
                 return stack.send_event(body).status_code
 
             started = time.time()
@@ -99,7 +102,10 @@ def main() -> None:
     slack.stop()
     llm.stop()
     latencies = sorted((answered[ts] - sent[ts]) * 1000 for ts in answered)
-    print(f"{args.sessions} sessions in {CHANNELS} channels, {args.workers} workers")
+    print(
+        f"{args.sessions} sessions in {CHANNELS} channels, {args.workers} workers, "
+        f"turn concurrency {args.turn_concurrency or 'TURN_CONCURRENCY (default 16)'}"
+    )
     print(f"model: {args.model_ms:.0f} ms per call, 2 calls per turn (one tool step)")
     print(f"HTTP 200 for {statuses.count(200)} of {len(statuses)} mentions; answered {len(answered)}")
     print(f"turns per second: {len(answered) / (finished - started):.1f}")

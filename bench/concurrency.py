@@ -1,0 +1,206 @@
+"""Many turns in one worker process (issue 19): 200 mentions within 2 s, one `threadline worker`.
+
+    python -m bench.concurrency [--sessions 200] [--model-s 5] [--turn-concurrency 200] [--heavy 10]
+
+Each mention is a new thread by a different person in a channel of its own; the fake model
+answers every request after `--model-s` seconds. One `threadline worker` (the default one
+delivery and one turn worker) runs with `--turn-concurrency`. Reports when each answer was
+posted after its mention (target: all within model time + 3 s), the worker tree's memory per
+turn in flight ((peak RSS - idle RSS) / sessions; target <= 2 MB), and the longest gap between
+two renewals of any turn's lease, sampled from Redis every 50 ms (target < LEASE_TTL_SECONDS / 3).
+Leases are renewed every LEASE_TTL_SECONDS / 4 (5 s), so that is the gap of a heartbeat on time.
+With `--heavy N`, the first N turns first `grep` a workspace of 40 MB of text (CPU-bound work in
+the worker process while the others wait on the model), to show it does not delay the others'
+heartbeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from redis import Redis
+
+from agent.testing import FakeLLM, Reply, calls, text
+from agent.tools.sandbox import descendants
+from bench.events import app_mention
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
+from jobs.keys import SessionKey, lease_key
+from jobs.settings import Settings
+
+ANSWER = "all done"
+SEND_THREADS = 32
+SAMPLE_S = 0.05
+
+
+HEAVY_FILES, HEAVY_FILE_BYTES = 40, 1_000_000
+
+
+def model(delay_s: float):  # type: ignore[no-untyped-def]
+    def reply(body: dict) -> Reply:
+        heavy = "[heavy]" in str(body["messages"])
+        if heavy and not any(m["role"] == "tool" for m in body["messages"]):
+            return calls(("g1", "grep", {"pattern": "no such needle", "path": "."}))
+        answer = text(ANSWER)
+        answer.delay_s = 0 if heavy else delay_s
+        return answer
+
+    return reply
+
+
+def fill_workspace(workdir: Path, key: SessionKey) -> None:
+    """A workspace of HEAVY_FILES text files for a `grep` to read through, line by line."""
+    workspace = workdir / key.team / key.channel / key.thread_ts
+    workspace.mkdir(parents=True)
+    line = "the quick brown fox jumps over the lazy dog 0123456789\n"
+    body = line * (HEAVY_FILE_BYTES // len(line))
+    for index in range(HEAVY_FILES):
+        (workspace / f"notes{index}.txt").write_text(body)
+
+
+def rss_bytes(root: int) -> int:
+    """Resident memory of `root` and every process below it."""
+    total = 0
+    for pid in [root, *descendants(root)]:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        kib = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "0")
+        total += int(kib) * 1024
+    return total
+
+
+class Sampler(threading.Thread):
+    """Peak RSS of the worker tree, and the longest time any lease went unrenewed."""
+
+    def __init__(self, redis: Redis, worker_pid: int, keys: list[SessionKey], ttl_ms: int) -> None:
+        super().__init__(daemon=True)
+        self.redis, self.worker_pid, self.ttl_ms = redis, worker_pid, ttl_ms
+        self.lease_keys = [lease_key(key) for key in keys]
+        self.peak_rss = 0
+        self.longest_gap_ms = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(SAMPLE_S):
+            self.peak_rss = max(self.peak_rss, rss_bytes(self.worker_pid))
+            with self.redis.pipeline(transaction=False) as pipe:
+                for key in self.lease_keys:
+                    pipe.pttl(key)
+                left = [ms for ms in pipe.execute() if ms > 0]
+            if left:  # time since the last renewal = TTL - what is left of it
+                self.longest_gap_ms = max(self.longest_gap_ms, self.ttl_ms - min(left))
+
+
+def answer_times(slack: FakeSlack) -> dict[str, float]:
+    times: dict[str, float] = {}
+    for call in slack.calls("chat.postMessage"):
+        if call.outcome == "ok" and ANSWER in str(call.args):
+            times.setdefault(str(call.args.get("thread_ts")), call.at)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--model-s", type=float, default=5)
+    parser.add_argument("--turn-concurrency", type=int, default=200)
+    parser.add_argument("--heavy", type=int, default=0, help="turns that grep 40 MB first")
+    parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    args = parser.parse_args()
+    redis = Redis.from_url(args.redis)
+    redis.flushdb()
+    slack = FakeSlack(bot_token=BOT_TOKEN).start()
+    llm = FakeLLM(default=model(args.model_s)).start()
+    ttl_ms = int(Settings().LEASE_TTL_SECONDS * 1000)
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="").start(workers=0)
+        worker = stack.spawn(
+            "worker", [THREADLINE, "worker", "--turn-concurrency", str(args.turn_concurrency)]
+        )
+        try:
+            _wait(lambda: redis.scard("rq:workers") == 2, 60)
+            time.sleep(2)  # the workers' imports and first Redis calls are done
+            idle_rss = rss_bytes(worker.pid)
+            roots = [
+                slack.add_user_message(f"C{1000 + i}", f"<@{BOT_USER_ID}> job {i}", user=f"W{i:06d}")
+                for i in range(args.sessions)
+            ]
+            keys = [SessionKey(team="T111", channel=r["channel"], thread_ts=r["ts"]) for r in roots]
+            for key in keys[: args.heavy]:
+                fill_workspace(Path(tmp) / "workspaces", key)
+            sampler = Sampler(redis, worker.pid, keys, ttl_ms)
+            sampler.start()
+            sent: dict[str, float] = {}
+
+            def send(index: int) -> int:
+                root = roots[index]
+                words = f"{'[heavy] ' if index < args.heavy else ''}job {index}"
+                body = app_mention(root["ts"], root["channel"], words, f"Evc{index}", user=f"W{index:06d}")
+                sent[root["ts"]] = time.time()
+                return stack.send_event(body).status_code
+
+            with ThreadPoolExecutor(SEND_THREADS) as pool:
+                statuses = list(pool.map(send, range(args.sessions)))
+            sending_s = max(sent.values()) - min(sent.values())
+            _wait(lambda: len(answer_times(slack)) >= args.sessions, 120)
+            sampler.stop.set()
+            sampler.join()
+            answered = answer_times(slack)
+        finally:
+            stack.stop()
+    slack.stop()
+    llm.stop()
+    report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
+
+
+def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms) -> None:  # type: ignore[no-untyped-def]
+    latencies = sorted(answered[ts] - sent[ts] for ts in answered if ts in sent)
+    target_s = args.model_s + 3
+    print(
+        f"{args.sessions} mentions sent in {sending_s:.2f} s ({statuses.count(200)} acknowledged); "
+        f"model answers after {args.model_s:g} s; one `threadline worker --turn-concurrency "
+        f"{args.turn_concurrency}`; {args.heavy} of the turns grep "
+        f"{HEAVY_FILES * HEAVY_FILE_BYTES // 10**6} MB first"
+    )
+    if latencies:
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        met = latencies[-1] <= target_s and len(latencies) == args.sessions
+        print(
+            f"answers posted: {len(latencies)}/{args.sessions}; mention → answer p50 "
+            f"{statistics.median(latencies):.2f} s, p99 {p99:.2f} s, max {latencies[-1]:.2f} s "
+            f"(target: all within {target_s:g} s: {'met' if met else 'MISSED'})"
+        )
+    per_turn = (sampler.peak_rss - idle_rss) / args.sessions / 1e6
+    print(
+        f"worker tree RSS: idle {idle_rss / 1e6:.1f} MB, peak {sampler.peak_rss / 1e6:.1f} MB, "
+        f"{per_turn:.2f} MB per turn in flight (target <= 2 MB: {'met' if per_turn <= 2 else 'MISSED'})"
+    )
+    limit = ttl_ms / 3
+    print(
+        f"longest lease renewal gap: {sampler.longest_gap_ms / 1000:.2f} s (target < LEASE_TTL_SECONDS/3 = "
+        f"{limit / 1000:.2f} s: {'met' if sampler.longest_gap_ms < limit else 'MISSED'})"
+    )
+
+
+def _wait(check, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+if __name__ == "__main__":
+    main()
