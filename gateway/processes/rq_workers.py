@@ -137,7 +137,11 @@ class ConcurrentTurnWorker(DrainingSimpleWorker):
         raise StopRequested()
 
     def teardown(self) -> None:
-        """Let the turns hand themselves back before the worker leaves RQ's registry."""
+        """Let the turns hand themselves back before the worker leaves RQ's registry. Only on a
+        stop: after a Redis outage the turns go on while a fresh RQ worker takes jobs."""
+        if not self._stop_requested:
+            super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
+            return
         deadline = time.monotonic() + runtime.settings().WORKER_DRAIN_SECONDS
         with self._running_lock:
             running = list(self._running)
