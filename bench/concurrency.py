@@ -30,6 +30,7 @@ from redis import Redis
 from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools.sandbox import descendants
 from bench.events import app_mention
+from bench.threads import answer_times, wait_until
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.keys import SessionKey, lease_key
@@ -100,14 +101,6 @@ class Sampler(threading.Thread):
                 self.longest_gap_ms = max(self.longest_gap_ms, self.ttl_ms - min(left))
 
 
-def answer_times(slack: FakeSlack) -> dict[str, float]:
-    times: dict[str, float] = {}
-    for call in slack.calls("chat.postMessage"):
-        if call.outcome == "ok" and ANSWER in str(call.args):
-            times.setdefault(str(call.args.get("thread_ts")), call.at)
-    return times
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -129,7 +122,7 @@ def main() -> None:
             "worker", [THREADLINE, "worker", "--turn-concurrency", str(args.turn_concurrency)]
         )
         try:
-            _wait(lambda: redis.scard("rq:workers") == 2, 60)
+            wait_until(lambda: redis.scard("rq:workers") == 2, 60, "the delivery and turn workers")
             time.sleep(2)  # the workers' imports and first Redis calls are done
             idle_rss = rss_bytes(worker.pid)
             roots = [
@@ -153,10 +146,10 @@ def main() -> None:
             with ThreadPoolExecutor(SEND_THREADS) as pool:
                 statuses = list(pool.map(send, range(args.sessions)))
             sending_s = max(sent.values()) - min(sent.values())
-            _wait(lambda: len(answer_times(slack)) >= args.sessions, 120)
+            wait_until(lambda: len(answer_times(slack, ANSWER)) >= args.sessions, 120, "every answer")
             sampler.stop.set()
             sampler.join()
-            answered = answer_times(slack)
+            answered = answer_times(slack, ANSWER)
         finally:
             stack.stop()
     slack.stop()
@@ -191,15 +184,6 @@ def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
         f"longest lease renewal gap: {sampler.longest_gap_ms / 1000:.2f} s (target < LEASE_TTL_SECONDS/3 = "
         f"{limit / 1000:.2f} s: {'met' if sampler.longest_gap_ms < limit else 'MISSED'})"
     )
-
-
-def _wait(check, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from redis import Redis
 
 from agent.testing import FakeLLM, Reply, calls, text
 from bench.events import app_mention
+from bench.threads import wait_until
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
 from jobs.keys import SessionKey
@@ -77,11 +78,12 @@ def start_turns(
         root = slack.add_user_message(f"C{100 + index}", f"<@{BOT_USER_ID}> {words}", user=person)
         stack.send_event(app_mention(root["ts"], root["channel"], words, f"Evd{round_}x{index}", user=person))
         keys.append(SessionKey(team="T111", channel=root["channel"], thread_ts=root["ts"]))
-    _wait(lambda: all(_started(redis, key) for key in keys), 60, "every turn to start")
+    wait_until(lambda: all(_started(redis, key) for key in keys), 60, "every turn to start")
     this_round = f"round {round_} job"
-    _wait(lambda: sum(this_round in prompt for prompt in asked) >= turns, 60, "every turn to ask the model")
+    wait_until(
+        lambda: sum(this_round in prompt for prompt in asked) >= turns, 60, "every turn to ask the model"
+    )
     time.sleep(1.0)  # the tools the model asked for have started
-    time.sleep(0.5)  # the tools have started and the model calls are out
     return keys
 
 
@@ -109,7 +111,7 @@ def outcome(redis: Redis, slack: FakeSlack, keys: list[SessionKey], exits: list[
             ANSWER in m.get("text", "") for m in slack.thread(key.channel, key.thread_ts) if m.get("bot_id")
         )
 
-    _wait(lambda: all(answered(key) for key in keys), ROUND_TIMEOUT_S, "every answer")
+    wait_until(lambda: all(answered(key) for key in keys), ROUND_TIMEOUT_S, "every answer")
     unknown = sum(
         1
         for key in keys
@@ -128,16 +130,6 @@ def _started(redis: Redis, key: SessionKey) -> bool:
 
 def _state(redis: Redis, key: SessionKey) -> str:
     return SessionStore(redis, key).meta.read().state
-
-
-def _wait(check: Any, timeout_s: float, what: str) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            print(f"  (gave up waiting for {what} after {timeout_s:g} s)")
-            return False
-        time.sleep(0.2)
-    return True
 
 
 def main() -> None:

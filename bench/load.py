@@ -25,6 +25,7 @@ from redis import Redis
 
 from agent.testing import FakeLLM, Reply, calls, text
 from bench.mention_latency import mention_body
+from bench.threads import answer_times, wait_until
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 from jobs.keys import SessionKey
@@ -43,15 +44,6 @@ def model(delay_s: float):
         return result
 
     return reply
-
-
-def answer_times(slack: FakeSlack) -> dict[str, float]:
-    """thread ts → when its answer was posted (the fake's own record of the call)."""
-    times: dict[str, float] = {}
-    for call in slack.calls("chat.postMessage"):
-        if call.outcome == "ok" and ANSWER in str(call.args):
-            times.setdefault(str(call.args.get("thread_ts")), call.at)
-    return times
 
 
 def main() -> None:
@@ -90,10 +82,9 @@ def main() -> None:
             started = time.time()
             with ThreadPoolExecutor(SEND_THREADS) as pool:
                 statuses = list(pool.map(send, range(args.sessions)))
-            deadline = time.time() + 60 + args.sessions * args.model_ms / 1000
-            while len(answer_times(slack)) < args.sessions and time.time() < deadline:
-                time.sleep(0.1)
-            answered = answer_times(slack)
+            timeout_s = 60 + args.sessions * args.model_ms / 1000
+            wait_until(lambda: len(answer_times(slack, ANSWER)) >= args.sessions, timeout_s, "every answer")
+            answered = answer_times(slack, ANSWER)
             finished = max(answered.values(), default=time.time())
             memory_after = int(redis.info("memory")["used_memory"])
             lost = _lost_inputs(redis, roots)

@@ -25,6 +25,18 @@ def results(sink: MemorySink) -> dict[str, str]:
     }
 
 
+def shell_turn(fake_llm: FakeLLM, command: str) -> MemorySink:
+    """A turn whose model asks for `command` in a shell, its session holding one request."""
+    fake_llm.script(calls(("c1", "shell", {"command": command, "timeout": 60})))
+    sink = MemorySink()
+    sink.append_user("build it")
+    return sink
+
+
+async def until_running(marker: str) -> None:
+    await asyncio.to_thread(wait_for, lambda: host_pids(marker), what="the shell to start")
+
+
 def test_a_drain_during_the_model_call_records_nothing_of_it(fake_llm: FakeLLM, tmp_path: Path):
     held = threading.Event()
     fake_llm.default = lambda body: (held.wait(30), text("too late"))[1]
@@ -48,12 +60,10 @@ def test_a_tool_within_the_grace_keeps_its_result_and_the_turn_asks_nothing_more
     fake_llm: FakeLLM, tmp_path: Path
 ):
     marker = sleep_marker()
-    fake_llm.script(calls(("c1", "shell", {"command": f"sleep {marker} & wait; echo built", "timeout": 60})))
-    sink = MemorySink()
-    sink.append_user("build it")
+    sink = shell_turn(fake_llm, f"sleep {marker} & wait; echo built")
 
     async def drain_then_let_it_end(loop: Any) -> None:
-        await asyncio.to_thread(wait_for, lambda: host_pids(marker), what="the shell to start")
+        await until_running(marker)
         loop.drain(30)
         for pid in host_pids(marker):  # the command ends inside the grace
             os.kill(pid, signal.SIGTERM)
@@ -66,12 +76,10 @@ def test_a_tool_within_the_grace_keeps_its_result_and_the_turn_asks_nothing_more
 
 def test_a_tool_past_the_grace_is_stopped_with_the_restart_result(fake_llm: FakeLLM, tmp_path: Path):
     marker = sleep_marker()
-    fake_llm.script(calls(("c1", "shell", {"command": f"sleep {marker}", "timeout": 60})))
-    sink = MemorySink()
-    sink.append_user("build it")
+    sink = shell_turn(fake_llm, f"sleep {marker}")
 
     async def drain_while_running(loop: Any) -> None:
-        await asyncio.to_thread(wait_for, lambda: host_pids(marker), what="the shell to start")
+        await until_running(marker)
         loop.drain(0.5)
 
     outcome = run_turn(sink, fake_llm.base_url, tmp_path, during=drain_while_running)
@@ -83,12 +91,10 @@ def test_a_tool_past_the_grace_is_stopped_with_the_restart_result(fake_llm: Fake
 
 def test_a_cancel_before_the_drain_still_ends_the_turn_cancelled(fake_llm: FakeLLM, tmp_path: Path):
     marker = sleep_marker()
-    fake_llm.script(calls(("c1", "shell", {"command": f"sleep {marker}", "timeout": 60})))
-    sink = MemorySink()
-    sink.append_user("build it")
+    sink = shell_turn(fake_llm, f"sleep {marker}")
 
     async def cancel_then_drain(loop: Any) -> None:
-        await asyncio.to_thread(wait_for, lambda: host_pids(marker), what="the shell to start")
+        await until_running(marker)
         sink.cancel = True
         await asyncio.to_thread(wait_for, lambda: loop.signal.cancelled, what="the cancel to be heard")
         loop.drain(30)
