@@ -11,13 +11,14 @@ two renewals of any turn's lease, sampled from Redis every 50 ms (target < LEASE
 Leases are renewed every LEASE_TTL_SECONDS / 4 (5 s), so that is the gap of a heartbeat on time.
 With `--heavy N`, the first N turns first `grep` a workspace of 40 MB of text (CPU-bound work in
 the worker process while the others wait on the model), to show it does not delay the others'
-heartbeats.
+heartbeats. The turns share one event loop; the worker logs its longest stall as it stops.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import tempfile
 import threading
@@ -152,9 +153,16 @@ def main() -> None:
             answered = answer_times(slack, ANSWER)
         finally:
             stack.stop()
+            stall_s = longest_loop_stall(stack.log("worker"))
     slack.stop()
     llm.stop()
     report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
+    print(f"longest stall of the worker's turn event loop: {stall_s} (logged by the worker as it stops)")
+
+
+def longest_loop_stall(worker_log: str) -> str:
+    found = re.findall(r"event loop stalled at most ([0-9.]+ s)", worker_log)
+    return found[-1] if found else "not logged"
 
 
 def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,6 @@ Redis and cancels the apply when the history it summarised is no longer a prefix
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -32,6 +31,7 @@ from jobs.session.notices import CompactionNotice
 from jobs.session.state import PARKED_STATES, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.event_loop import run_coroutine
 from jobs.turn.runner import tool_setup
 
 T = TypeVar("T")
@@ -64,7 +64,7 @@ def _compact_unless_parked(store: SessionStore, settings: Settings, by: str) -> 
     if state_of(store) in PARKED_STATES:  # parked after this job was queued: its step is open
         _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
         return "busy"
-    return asyncio.run(compact(store, settings, runtime.build_model(settings), by))
+    return run_coroutine(compact(store, settings, runtime.build_model(settings), by))
 
 
 async def compact(store: SessionStore, settings: Settings, model: ChatModel, by: str) -> str:

@@ -28,6 +28,7 @@ from agent.compaction import (
     should_block,
     should_compact,
 )
+from agent.loop._off_loop import over_messages
 from agent.loop.ports import CompactionFinished, CompactionStarted, TurnEvent
 from agent.messages import Message
 from agent.model.base import ChatModel, ModelRequest
@@ -94,7 +95,8 @@ class ContextKeeper:
         return self.overhead + sum(estimate_message(message) for message in history)
 
     async def check(self, turn_id: str, step: int) -> None:
-        used = self.used(self.host.history)
+        history = self.host.history
+        used = await over_messages(len(history), lambda: self.used(history))
         if should_compact(used, self.window, self.config) and used > self.after_last:
             await self.compact(turn_id, step, used)
 

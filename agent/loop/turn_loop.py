@@ -22,6 +22,7 @@ from agent.compaction import CompactionConfig
 from agent.fold import HistoryFold
 from agent.loop._call_ids import normalize_call_ids, seen_call_ids
 from agent.loop._context_keeper import ContextKeeper, ContextTooLargeError
+from agent.loop._off_loop import over_messages
 from agent.loop._step_records import call_event, failed_outcome, model_failure_text
 from agent.loop._stopping import TurnStopped, TurnStopping
 from agent.loop.parking import ApprovalCheck, approver_for
@@ -194,7 +195,7 @@ class Loop:
         strict = False
         overflows = 0
         while True:
-            request = self._request(strict)
+            request = await self._request(strict)
             try:
                 return await self.stopping.cancellable(self.model.complete(request), turn_id, step)
             except StructureRejectedError as error:
@@ -213,13 +214,13 @@ class Loop:
             except ModelError as error:
                 raise TurnStopped(failed_outcome(model_failure_text(error), step)) from None
 
-    def _request(self, strict: bool) -> ModelRequest:
+    async def _request(self, strict: bool) -> ModelRequest:
         history = self.folder.history
-        messages = (
-            project_strict(history, self.anomalies)
-            if strict
-            else self.projector.project(history, self.anomalies)
-        )
+        if strict:
+            messages = await over_messages(len(history), lambda: project_strict(history, self.anomalies))
+        else:
+            unseen = len(history) - self.projector.settled
+            messages = await over_messages(unseen, lambda: self.projector.project(history, self.anomalies))
         self.anomalies.report()
         return ModelRequest.model_construct(
             messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None

@@ -40,7 +40,7 @@ class IncrementalProjector:
 
     @property
     def settled(self) -> int:
-        """How many leading messages are settled (for tests and diagnostics)."""
+        """How many leading messages are settled: the next projection does not redo them."""
         return self._settled
 
     def project(self, history: Sequence[Message], on_anomaly: OnAnomaly | None = None) -> list[Message]:

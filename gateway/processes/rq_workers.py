@@ -5,14 +5,14 @@
   the second SIGTERM is RQ's cold shutdown.
 - `ConcurrentTurnWorker`: up to `concurrency` turns at once in one process. A turn spends nearly
   all its time waiting on the model or a subprocess, so a whole process per turn is mostly idle
-  memory. Each job runs in a thread of its own, with its own event loop: the turn's code around
-  its loop is synchronous (redis-py, RQ's `perform_job`, git), so a thread keeps those steps off
-  the other turns without rewriting them, and a CPU-heavy step yields the GIL every few ms, so
-  other turns' lease heartbeats go on. RQ's bookkeeping stays its own: every job is dequeued,
-  prepared (an execution record in the started registry, with its heartbeat TTL) and finished by
-  RQ's methods; `rq info` shows the worker busy with each execution. Job timeouts use RQ's
-  thread-safe `TimerDeathPenalty`. A job is dequeued only when a slot is free, so a queued turn
-  is never held by a worker that cannot start it.
+  memory. The turns run as tasks on the process's one event loop (jobs.turn.event_loop). RQ's
+  bookkeeping stays its own and stays synchronous: every job is dequeued, prepared (an execution
+  record in the started registry, with its heartbeat TTL) and finished by RQ's methods in a
+  light thread of its own, which also runs the turn's synchronous start and end (lease, history,
+  notices) and waits while the turn's steps run on the loop; `rq info` shows the worker busy
+  with each execution. Job timeouts use RQ's thread-safe `TimerDeathPenalty`, which cancels the
+  turn's task. A job is dequeued only when a slot is free, so a queued turn is never held by a
+  worker that cannot start it.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from rq.worker.base import WorkerStatus
 from jobs import runtime
 from jobs.settings import Settings
 from jobs.turn.drain import request_drain
+from jobs.turn.event_loop import log_longest_stall, share_turn_loop
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +75,14 @@ class DrainingWorker(Worker):
 
 
 class ConcurrentTurnWorker(DrainingSimpleWorker):
-    """Up to `concurrency` jobs at once, each in a thread of its own (see the module's doc)."""
+    """Up to `concurrency` turns at once, as tasks on one event loop (see the module's doc)."""
 
     death_penalty_class = TimerDeathPenalty  # SIGALRM reaches the main thread only
 
     def __init__(self, *args: Any, concurrency: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.concurrency = concurrency
+        share_turn_loop()
         self._slots = threading.BoundedSemaphore(concurrency)
         self._running: set[threading.Thread] = set()
         self._running_lock = threading.Lock()
@@ -147,6 +149,7 @@ class ConcurrentTurnWorker(DrainingSimpleWorker):
             running = list(self._running)
         for thread in running:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        log_longest_stall()
         super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
 
     def running_turns(self) -> int:

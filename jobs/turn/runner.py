@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.drain import drainable
+from jobs.turn.event_loop import run_coroutine
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
@@ -131,7 +131,7 @@ class TurnRunner:
         reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)
         self._start(reporter)
         try:
-            outcome = asyncio.run(
+            outcome = run_coroutine(
                 _drainable_turn(self._loop(folder, workspace, reporter), self.turn_id, parked)
             )
         except JobTimeoutException:

@@ -1,14 +1,14 @@
 """grep: lines matching a Python regular expression, across files.
 
 The pattern is the model's, so it may backtrack catastrophically. It is matched with the
-`regex` package (the same syntax as `re`), which takes a time limit per call and releases the
-GIL while it matches: a bad pattern ends as a tool error at the limit instead of keeping a core
-busy after its turn, and never stalls the worker's other threads (lease heartbeats).
+`regex` package (the same syntax as `re`), which takes a time limit: a bad pattern ends as a
+tool error at the limit instead of keeping a core busy after its turn. The search runs in the
+CPU pool (agent.tools.cpu_pool), so reading a large tree line by line does not hold up the other
+turns of the worker; a cancelled turn leaves it to finish within that limit on its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -21,7 +21,7 @@ from pydantic import Field
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin.common import Params, ToolError, looks_binary
-from agent.tools.cancel import CancelSignal
+from agent.tools.cpu_pool import in_cpu_pool
 from agent.tools.defaults import (
     GREP_DEFAULT_MAX_RESULTS,
     GREP_MAX_FILE_BYTES,
@@ -106,7 +106,7 @@ def _searchable(path: Path) -> bool:
         return False
 
 
-def _grep(root: Path, workspace: Path, matcher: _Matcher, args: GrepParams, signal: CancelSignal) -> str:
+def _grep(root: Path, workspace: Path, matcher: _Matcher, args: GrepParams) -> str:
     if not root.exists():
         raise ToolError(f"Path not found: {args.path}")
     matches: list[str] = []
@@ -114,7 +114,7 @@ def _grep(root: Path, workspace: Path, matcher: _Matcher, args: GrepParams, sign
         relative = path.relative_to(workspace).as_posix()
         if args.glob and not PurePosixPath(relative).match(args.glob):
             continue
-        if signal.cancelled or not _searchable(path):
+        if not _searchable(path):
             continue
         with path.open("r", encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
@@ -158,7 +158,7 @@ class Grep(Tool[GrepParams]):
     ) -> ToolResult:
         workspace = Path(os.path.realpath(context.workspace))
         matcher = _Matcher(pattern, self.time_limit_s)
-        return ToolResult(await asyncio.to_thread(_grep, root, workspace, matcher, args, context.signal))
+        return ToolResult(await in_cpu_pool(_grep, root, workspace, matcher, args))
 
     async def run(self, args: GrepParams, context: ToolContext) -> ToolResult:
         return await self._grep(context.resolve(args.path), _compile(args), args, context)
