@@ -5,7 +5,8 @@ call in flight is asked again by the next worker (nothing ran, so nothing is unk
 that finishes within the grace keeps its result; one that does not is stopped with a result
 that says so. Nobody types `!resume`, and the thread gets neither the "stopped unexpectedly"
 notice nor an unknown-result notice. A second SIGTERM is today's crash path, which keeps its
-promises.
+promises. The delivery worker finishes the post in flight and writes its ledger before it
+leaves; one still unanswered at the deadline is looked up by the next worker, not posted again.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ import threading
 from typing import Any
 
 from agent.testing import FakeLLM, calls, text
+from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import THREADLINE, Stack
 from jobs.janitor import INTERRUPTED_TEXT
+from jobs.keys import SessionKey
+from jobs.session.notices import AnswerNotice, InfoNotice
 from tests.e2e.agents import tool_results
+from tests.e2e.sessions import open_session, post, redis_of
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 from tests.sandboxing import host_pids, sleep_marker
-from tests.thread_view import thread_texts
+from tests.thread_view import bot_messages, shown, thread_texts
 
 DRAIN_S = 6  # tools get 4 s of it (gateway.processes.worker.HAND_BACK_S keeps 2)
 RESTARTED = "because the worker restarted; it may have partly run"
@@ -123,3 +128,49 @@ def test_a_second_sigterm_falls_back_to_the_crash_path(make_stack, fake_slack, f
     wait_for(lambda: session.state() == "interrupted", what="the janitor to mark the turn interrupted")
     wait_for(lambda: session.notices("unknown_result"), what="the unknown-result notice")
     assert [(n.tool_call_id, n.tool_name) for n in session.notices("unknown_result")] == [("c1", "shell")]
+
+
+# -- the delivery worker --------------------------------------------------------------------
+
+
+def delivered(fake_slack: FakeSlack, key: SessionKey) -> list[str]:
+    """The bot's messages in the thread (a turn that only answers has no progress card)."""
+    return [shown(m) for m in bot_messages(fake_slack, key.channel, key.thread_ts)]
+
+
+def post_in_flight(
+    stack: Stack, fake_slack: FakeSlack, key: SessionKey, slack_answers_after_s: float
+) -> None:
+    """An answer whose chat.postMessage Slack has done but not yet answered, as the deploy begins."""
+    fake_slack.inject(Fault("chat.postMessage", delay_s=slack_answers_after_s, after_work=True))
+    post(redis_of(stack), key, AnswerNotice(turn_id="t2", text="the second answer"))
+    wait_for(lambda: "the second answer" in delivered(fake_slack, key), what="the post to reach Slack")
+
+
+def test_a_deploy_lets_a_post_in_flight_complete_and_posts_nothing_twice(
+    make_stack, fake_slack, fake_llm, redis
+):
+    stack = make_stack(WORKER_DRAIN_SECONDS=str(DRAIN_S))
+    key = open_session(stack, fake_slack, fake_llm)
+    wait_for(lambda: "started" in delivered(fake_slack, key), what="the first answer")
+    post_in_flight(stack, fake_slack, key, slack_answers_after_s=DRAIN_S / 2)
+    deploy(stack)
+    # The old worker read Slack's answer and wrote its ledger before it left: nothing to look up.
+    post(redis, key, InfoNotice(text="after the deploy"))
+    wait_for(lambda: "after the deploy" in delivered(fake_slack, key), what="the next worker's post")
+    assert delivered(fake_slack, key) == ["started", "the second answer", "after the deploy"]
+    assert not fake_slack.calls("conversations.replies")
+
+
+def test_a_post_still_unanswered_at_the_drain_deadline_is_checked_not_posted_again(
+    make_stack, fake_slack, fake_llm, redis
+):
+    stack = make_stack(WORKER_DRAIN_SECONDS=str(DRAIN_S))
+    key = open_session(stack, fake_slack, fake_llm)
+    wait_for(lambda: "started" in delivered(fake_slack, key), what="the first answer")
+    post_in_flight(stack, fake_slack, key, slack_answers_after_s=60)
+    deploy(stack)  # the supervisor kills the delivery worker at the deadline: today's crash path
+    post(redis, key, InfoNotice(text="after the deploy"))
+    wait_for(lambda: "after the deploy" in delivered(fake_slack, key), timeout=40, what="the next post")
+    assert delivered(fake_slack, key) == ["started", "the second answer", "after the deploy"]
+    assert fake_slack.calls("conversations.replies")  # it looked before posting again
