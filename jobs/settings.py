@@ -79,7 +79,8 @@ EXPECTED: dict[str, str] = {
     "SHARED_SKILLS_DIR": "a directory of shared skills, one <name>/SKILL.md per skill",
     "AGENT_SWARM_MAX_CONCURRENCY": "how many sub-agents of one AgentSwarm call run at once (an integer ≥ 1)",
     "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same as web)",
-    "TURN_CONCURRENCY": "turns one turn worker runs at once (threads of one process; `--turn-concurrency`)",
+    "TURN_CONCURRENCY": "turns one turn worker runs at once (tasks on one event loop; `--turn-concurrency`)",
+    "DELIVERY_CONCURRENCY": "threads the delivery worker posts to Slack with, each for a different thread",
     "WORKER_DRAIN_SECONDS": "how long a stopping worker lets running tools finish before handing turns back",
     # -- quotas (jobs/quotas.py); 0 turns one off --
     "QUOTA_MENTIONS_PER_USER_PER_MINUTE": "messages one person may give the agent per minute (0: no limit)",
@@ -171,6 +172,10 @@ class Settings(BaseSettings):
     # A turn waits on the model or a subprocess nearly all its life: one process holds many.
     # 16 keeps a small team's work on one worker; raise it for more (bench.concurrency: 200).
     TURN_CONCURRENCY: int = Field(default=16, ge=1)
+    # Posting waits on Slack; one thread is delivered by one deliverer at a time (its lock), so
+    # more threads only let different Slack threads be posted to at once. Pacing per channel and
+    # Retry-After hold across them (gateway.delivery).
+    DELIVERY_CONCURRENCY: int = Field(default=8, ge=1)
 
     # -- quotas (jobs/quotas.py): what one person, channel, bot or prompt may make the agent do.
     # A person typing fast sends a few messages a minute; 10 leaves room for that and stops a

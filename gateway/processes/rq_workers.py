@@ -13,6 +13,8 @@
   with each execution. Job timeouts use RQ's thread-safe `TimerDeathPenalty`, which cancels the
   turn's task. A job is dequeued only when a slot is free, so a queued turn is never held by a
   worker that cannot start it.
+- `ConcurrentWorker`: the same without the event loop, for the delivery worker: each thread
+  posts one Slack thread's outbox (one deliverer per Slack thread at a time: its lock).
 """
 
 from __future__ import annotations
@@ -74,15 +76,14 @@ class DrainingWorker(Worker):
         signal.signal(DRAIN_SIGNAL, lambda *_: request_drain(tool_grace_s(runtime.settings())))
 
 
-class ConcurrentTurnWorker(DrainingSimpleWorker):
-    """Up to `concurrency` turns at once, as tasks on one event loop (see the module's doc)."""
+class ConcurrentWorker(DrainingSimpleWorker):
+    """Up to `concurrency` jobs at once, each in a light thread of its own (see the module's doc)."""
 
     death_penalty_class = TimerDeathPenalty  # SIGALRM reaches the main thread only
 
     def __init__(self, *args: Any, concurrency: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.concurrency = concurrency
-        share_turn_loop()
         self._slots = threading.BoundedSemaphore(concurrency)
         self._running: set[threading.Thread] = set()
         self._running_lock = threading.Lock()
@@ -124,23 +125,24 @@ class ConcurrentTurnWorker(DrainingSimpleWorker):
                 self.set_state(WorkerStatus.IDLE)
 
     def set_state(self, state: str, pipeline: Pipeline | None = None) -> None:
-        """RQ's state for the worker, which stays busy while any of its turns runs (RQ marks it
+        """RQ's state for the worker, which stays busy while any of its jobs runs (RQ marks it
         idle whenever it waits for the next job)."""
-        if state == WorkerStatus.IDLE and self.running_turns():
+        if state == WorkerStatus.IDLE and self.running_jobs():
             state = WorkerStatus.BUSY
         super().set_state(state, pipeline)
 
     # -- stopping ---------------------------------------------------------------------
 
     def _shutdown(self) -> None:
-        """Stop taking jobs now, even when turns run (they are draining; `teardown` waits)."""
+        """Stop taking jobs now, even when some run (turns are draining; `teardown` waits)."""
         self._stop_requested = True
         self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]  # untyped in RQ
         raise StopRequested()
 
     def teardown(self) -> None:
-        """Let the turns hand themselves back before the worker leaves RQ's registry. Only on a
-        stop: after a Redis outage the turns go on while a fresh RQ worker takes jobs."""
+        """Let running jobs end (turns hand themselves back, posts complete) before the worker
+        leaves RQ's registry. Only on a stop: after a Redis outage they go on while a fresh RQ
+        worker takes jobs."""
         if not self._stop_requested:
             super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
             return
@@ -152,6 +154,14 @@ class ConcurrentTurnWorker(DrainingSimpleWorker):
         log_longest_stall()
         super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
 
-    def running_turns(self) -> int:
+    def running_jobs(self) -> int:
         with self._running_lock:
             return len(self._running)
+
+
+class ConcurrentTurnWorker(ConcurrentWorker):
+    """Up to `concurrency` turns at once, as tasks on the process's one event loop."""
+
+    def __init__(self, *args: Any, concurrency: int, **kwargs: Any) -> None:
+        super().__init__(*args, concurrency=concurrency, **kwargs)
+        share_turn_loop()

@@ -33,7 +33,12 @@ import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import die_with_parent
 from gateway.processes.logs import configure_logging
-from gateway.processes.rq_workers import ConcurrentTurnWorker, DrainingSimpleWorker, DrainingWorker
+from gateway.processes.rq_workers import (
+    ConcurrentTurnWorker,
+    ConcurrentWorker,
+    DrainingSimpleWorker,
+    DrainingWorker,
+)
 from gateway.processes.together import run_together
 from jobs import due_jobs, janitor, retention, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
@@ -161,10 +166,14 @@ def work(
 def _rq_worker(
     role: str, worker_class: str, concurrency: int, queues: list[Queue], redis: Redis
 ) -> BaseWorker:
-    """A turn worker on SimpleWorker runs up to `concurrency` turns at once (gateway.processes.rq_workers)."""
-    if role == "turns" and worker_class == "simple":
+    """On SimpleWorker a turn worker runs up to `concurrency` turns at once, the delivery worker
+    DELIVERY_CONCURRENCY deliveries (gateway.processes.rq_workers)."""
+    if worker_class != "simple":
+        return WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)
+    if role == "turns":
         return ConcurrentTurnWorker(queues, connection=redis, serializer=SERIALIZER, concurrency=concurrency)
-    return WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)
+    delivery_concurrency = runtime.settings().DELIVERY_CONCURRENCY
+    return ConcurrentWorker(queues, connection=redis, serializer=SERIALIZER, concurrency=delivery_concurrency)
 
 
 REDIS_WAIT_CAP_S = 5.0

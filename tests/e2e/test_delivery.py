@@ -266,3 +266,15 @@ def test_posts_to_one_channel_are_paced_across_workers(make_stack, fake_slack, f
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(gap >= 0.9 for gap in gaps[3:])  # a burst of three, then about one a second
     assert times[-1] - times[0] >= 4.5
+
+
+def test_a_slow_post_in_one_thread_does_not_hold_up_another(make_stack, fake_slack, fake_llm, redis):
+    stack = make_stack(SLACK_TIMEOUT_SECONDS="60")  # the slow post is waited for, not given up
+    slow = open_session(stack, fake_slack, fake_llm)
+    other = open_session(stack, fake_slack, fake_llm, owner="W333", channel="C222")
+    fake_slack.inject(Fault("chat.postMessage", delay_s=60, after_work=True))
+    post(redis, slow, InfoNotice(text="slow to be answered"))
+    wait_texts(fake_slack, slow, 1)  # Slack has it; the deliverer waits for Slack's answer
+    post(redis, other, InfoNotice(text="meanwhile"))
+    # One deliverer at a time would post this only after the 60 s answer; DELIVERY_CONCURRENCY does not.
+    assert wait_texts(fake_slack, other, 1, timeout=20) == ["meanwhile"]

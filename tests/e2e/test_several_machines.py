@@ -12,12 +12,14 @@ import shutil
 from pathlib import Path
 
 from redis import Redis
+from rq import Worker
 
 from agent.testing import FakeLLM, text
 from gateway.doctor import run_doctor
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import THREADLINE, Stack
 from jobs.keys import SessionKey
+from jobs.queues import SERIALIZER, TURNS_QUEUE
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from tests.e2e.test_inbound import answered, reply, start_session
@@ -79,7 +81,11 @@ def test_files_removed_behind_threadlines_back_stop_the_turn_rather_than_start_i
 
 
 def published(redis: Redis, count: int) -> bool:
-    return len(redis.keys("tl:storage:*")) >= count
+    """`count` turn workers registered with RQ (where doctor finds them), each having said which
+    storage it sees (it may say so before RQ registers it)."""
+    workers = Worker.all(connection=redis, serializer=SERIALIZER)
+    registered = sum(1 for worker in workers if TURNS_QUEUE in worker.queue_names())
+    return registered >= count and len(redis.keys("tl:storage:*")) >= count
 
 
 def storage_line(redis_url: str, tmp_path: Path) -> str:
