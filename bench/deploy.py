@@ -7,6 +7,7 @@ taken every turn and each has asked the model: a third wait on a model that answ
 third run a 3 s tool (those taken first may have ended), the rest a 60 s tool. Then SIGTERM goes
 to every `threadline worker` at once and as many new ones start. A round ends when every thread
 has its answer or, for a turn nobody handed over, when 90 s pass. Per round: turns completed,
+the 60 s tools the drain stopped (each reads "stopped after N s because the worker restarted"),
 unknown-result notices, turns left needing `!resume`, and the time from SIGTERM to each old
 worker's exit (target: WORKER_DRAIN_SECONDS + 2 s at most).
 """
@@ -30,13 +31,14 @@ from bench.events import app_mention
 from bench.threads import wait_until
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, wire_key
 from jobs.session.store import SessionStore
 
 KINDS = ("model", "tool3", "tool60")
 WORKERS = 2  # `threadline worker` processes ("machines"); their turn workers hold every turn at once
 ROUND_TIMEOUT_S = 90
 ANSWER = "finished"
+RESTARTED = "because the worker restarted"
 
 
 def model(asked: dict[str, int]) -> Any:
@@ -62,6 +64,7 @@ def model(asked: dict[str, int]) -> Any:
 @dataclass
 class Round:
     completed: int
+    restarted: int  # tool calls the drain stopped ("... because the worker restarted ...")
     unknown: int
     need_resume: int
     exits_s: list[float]
@@ -119,7 +122,13 @@ def outcome(redis: Redis, slack: FakeSlack, keys: list[SessionKey], exits: list[
         if notice.kind == "unknown_result"
     )
     stuck = sum(1 for key in keys if _state(redis, key) in ("interrupted", "failed", "cancelled"))
-    return Round(sum(1 for key in keys if answered(key)), unknown, stuck, exits)
+    restarted = sum(_stopped_by_drain(redis, key) for key in keys)
+    return Round(sum(1 for key in keys if answered(key)), restarted, unknown, stuck, exits)
+
+
+def _stopped_by_drain(redis: Redis, key: SessionKey) -> int:
+    entries = redis.xrange(wire_key(key))
+    return sum(1 for _, fields in entries if RESTARTED.encode() in b"".join(fields.values()))
 
 
 def _started(redis: Redis, key: SessionKey) -> bool:
@@ -150,6 +159,7 @@ def main() -> None:
            "TURN_CONCURRENCY": str(-(-args.turns // WORKERS))}  # fmt: skip
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp).chmod(0o711)  # a root run's sandboxed shell (another uid) must reach the workspaces
         stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, **env).start(workers=workers)
         try:
             names = [f"worker{index}" for index in range(workers)]
@@ -171,13 +181,14 @@ def report(rounds: list[Round], args: argparse.Namespace, workers: int) -> None:
         f"{args.turns} turns in flight per round ({', '.join(KINDS)} mixed) on {workers} `threadline worker`"
         f" processes, WORKER_DRAIN_SECONDS={args.drain_seconds:g}"
     )
-    header = ("round", "completed", "unknown notices", "!resume needed", "SIGTERM→exit s")
-    print(" ".join(f"{word:>{width}}" for word, width in zip(header, (5, 9, 15, 14, 14), strict=True)))
+    header = ("round", "completed", "tools stopped", "unknown notices", "!resume needed", "SIGTERM→exit s")
+    widths = (5, 9, 13, 15, 14, 14)
+    print(" ".join(f"{word:>{width}}" for word, width in zip(header, widths, strict=True)))
     for number, round_ in enumerate(rounds, 1):
         completed = f"{round_.completed}/{args.turns}"
         print(
-            f"{number:>5} {completed:>9} {round_.unknown:>15} {round_.need_resume:>14}"
-            f" {max(round_.exits_s):>14.1f}"
+            f"{number:>5} {completed:>9} {round_.restarted:>13} {round_.unknown:>15}"
+            f" {round_.need_resume:>14} {max(round_.exits_s):>14.1f}"
         )
     worst = max(max(round_.exits_s) for round_ in rounds)
     target = args.drain_seconds + 2
