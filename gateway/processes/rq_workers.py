@@ -31,6 +31,7 @@ from typing import Any
 from redis.client import Pipeline
 from rq import SimpleWorker, Worker
 from rq.exceptions import StopRequested
+from rq.executions import Execution
 from rq.job import Job
 from rq.queue import Queue
 from rq.timeouts import TimerDeathPenalty
@@ -48,6 +49,7 @@ DRAIN_SIGNAL = signal.SIGUSR1  # the forking worker tells its work horse to drai
 # stopped, so it exits before its supervisor kills it.
 HAND_BACK_S = 2.0
 SLOT_WAIT_S = 5.0  # a worker waiting for a free slot heartbeats this often
+EXECUTION_HEARTBEAT_S = 10.0  # well inside RQ's execution TTL (min(timeout, 30 s) + 60 s)
 
 
 def tool_grace_s(settings: Settings) -> float:
@@ -85,8 +87,11 @@ class ConcurrentWorker(DrainingSimpleWorker):
         super().__init__(*args, **kwargs)
         self.concurrency = concurrency
         self._slots = threading.BoundedSemaphore(concurrency)
-        self._running: set[threading.Thread] = set()
+        self._running: dict[threading.Thread, tuple[Job, Execution]] = {}
         self._running_lock = threading.Lock()
+        self._torn_down = False
+        self._all_done = threading.Event()  # torn down and nothing running: heartbeats end
+        threading.Thread(target=self._beat_executions, name="rq executions heartbeat", daemon=True).start()
 
     # -- taking jobs ------------------------------------------------------------------
 
@@ -109,20 +114,37 @@ class ConcurrentWorker(DrainingSimpleWorker):
             target=self._perform, args=(job, queue, execution), name=f"turn {job.id}", daemon=True
         )  # daemon: a cold shutdown (the second SIGTERM) ends the process, turns and all
         with self._running_lock:
-            self._running.add(thread)
+            self._running[thread] = (job, execution)
         thread.start()
 
-    def _perform(self, job: Job, queue: Queue, execution: Any) -> None:
+    def _perform(self, job: Job, queue: Queue, execution: Execution) -> None:
         try:
             self.perform_job(job, queue, execution)
         except Exception:  # RQ records a job's own failure; this is RQ's bookkeeping failing
             log.exception("job %s ended outside RQ's bookkeeping", job.id)
         finally:
             with self._running_lock:
-                self._running.discard(threading.current_thread())
+                self._running.pop(threading.current_thread(), None)
+                if self._torn_down and not self._running:
+                    self._all_done.set()
             self._slots.release()
             with contextlib.suppress(Exception):  # rq info's view; a Redis blip must not matter here
                 self.set_state(WorkerStatus.IDLE)
+
+    def _beat_executions(self) -> None:
+        """Keep each running job's execution record (and its place in the started registry) alive,
+        as RQ's forking worker does for its one work horse: without it, a turn running longer than
+        its heartbeat TTL (90 s) would look abandoned to RQ's registry cleanup."""
+        # After a Redis outage this RQ worker's jobs go on (a fresh one takes new jobs): they are
+        # beaten to their end.
+        while not self._all_done.wait(EXECUTION_HEARTBEAT_S):
+            with self._running_lock:
+                running = list(self._running.values())
+            for job, execution in running:
+                try:
+                    self.maintain_heartbeats(job, execution)
+                except Exception:  # Redis away for a moment: the next beat tries again
+                    log.warning("could not renew the execution of job %s", job.id, exc_info=True)
 
     def set_state(self, state: str, pipeline: Pipeline | None = None) -> None:
         """RQ's state for the worker, which stays busy while any of its jobs runs (RQ marks it
@@ -144,6 +166,7 @@ class ConcurrentWorker(DrainingSimpleWorker):
         leaves RQ's registry. Only on a stop: after a Redis outage they go on while a fresh RQ
         worker takes jobs."""
         if not self._stop_requested:
+            self._end_heartbeats()
             super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
             return
         deadline = time.monotonic() + runtime.settings().WORKER_DRAIN_SECONDS
@@ -152,7 +175,14 @@ class ConcurrentWorker(DrainingSimpleWorker):
         for thread in running:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         log_longest_stall()
+        self._end_heartbeats()
         super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
+
+    def _end_heartbeats(self) -> None:
+        with self._running_lock:
+            self._torn_down = True
+            if not self._running:
+                self._all_done.set()
 
     def running_jobs(self) -> int:
         with self._running_lock:

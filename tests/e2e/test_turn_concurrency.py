@@ -58,6 +58,23 @@ def test_one_worker_process_runs_turns_at_once_each_a_started_rq_job(make_stack,
     )
 
 
+def test_a_long_turn_stays_a_started_job_its_execution_renewed(make_stack, fake_slack, fake_llm, redis):
+    """RQ drops an execution whose heartbeat TTL (90 s) lapses: the worker renews each one."""
+    make_stack(TURN_CONCURRENCY="2")
+    turns = BusyTurns(redis, fake_slack, fake_llm)
+    try:
+        turns.start()
+        worker = next(
+            w for w in Worker.all(connection=redis, serializer=SERIALIZER) if TURNS_QUEUE in w.queue_names()
+        )
+        [execution] = worker.get_current_executions(refresh=True)
+        redis.expire(execution.key, 5)  # as if 85 s of the turn had passed without a renewal
+        wait_for(lambda: redis.ttl(execution.key) > 30, what="the worker to renew the execution")
+        assert StartedJobRegistry(TURNS_QUEUE, connection=redis).count == 1
+    finally:
+        turns.close()
+
+
 def test_a_stop_stops_only_its_own_turn(make_stack, fake_slack, fake_llm, redis):
     make_stack(TURN_CONCURRENCY="2")
     turns = BusyTurns(redis, fake_slack, fake_llm)
