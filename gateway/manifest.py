@@ -32,6 +32,7 @@ BOT_SCOPES = {
     "im:read": "conversations.members of DMs",
     "mpim:read": "conversations.members of group DMs",
     "assistant:write": "the agent view and Slack's own Stop button (agent_session_stopped)",
+    "reactions:write": "👀 on a message the agent takes, ✅ / ⚠️ when its turn ends (SLACK_REACTIONS)",
 }
 BOT_EVENTS = (
     "app_mention",

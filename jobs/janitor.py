@@ -39,6 +39,7 @@ from jobs.queues import SERIALIZER, clear_turn_flag, schedule_delivery, schedule
 from jobs.redis_text import text
 from jobs.session.history import load_fold
 from jobs.session.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
+from jobs.session.reactions import mark_ended
 from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import UNLEASED, SessionStore, now_ms
 from jobs.turn.summaries import short_arguments
@@ -122,6 +123,7 @@ def mark_interrupted(store: SessionStore) -> None:
         )
     else:
         store.post_notice(InfoNotice(turn_id=turn_id, text=INTERRUPTED_TEXT))
+    mark_ended(store, reason)
     set_state(store, reason, last_turn_reason=reason)
     schedule_delivery(store.redis, store.key)
     child_lost(store, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)  # its parent must not wait on

@@ -274,6 +274,12 @@ def swarm_next_key(parent: SessionKey, call_id: str) -> str:
     return parent.redis_key(f"swarm:{call_id}:next")
 
 
+def reacted_key(key: SessionKey) -> str:
+    """Set: ts of the people's messages marked seen (👀) whose turn has not ended yet
+    (jobs.session.reactions)."""
+    return key.redis_key("reacted")
+
+
 def card_key(key: SessionKey) -> str:
     """String: the turn's progress card JSON, without its sub-agents' lines
     (jobs.delegation.tree_cards)."""

@@ -29,6 +29,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_API_URL": "the base URL of the Slack Web API, ending in a slash",
     "SLACK_COMMAND": "the slash command name, starting with '/'",
     "SLACK_TIMEOUT_SECONDS": "how long to wait for a Slack Web API answer (seconds)",
+    "SLACK_REACTIONS": "true or false: 👀 on a message the agent takes, ✅ or ⚠️ when its turn ends",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
     "WEB_KEEPALIVE_SECONDS": "seconds web keeps an idle connection open (above your load balancer's)",
@@ -106,6 +107,8 @@ class Settings(BaseSettings):
     SLACK_API_URL: str = SLACK_DEFAULT_API_URL
     SLACK_COMMAND: str = "/agent"
     SLACK_TIMEOUT_SECONDS: int = Field(default=15, gt=0)
+    # 👀 on a message as soon as the agent takes it, ✅ / ⚠️ when its turn ends (jobs.session.reactions).
+    SLACK_REACTIONS: bool = True
     REDIS_URL: str | None = None
     PORT: int = Field(default=3000, ge=1, le=65535)
     # Above common load-balancer idle timeouts (60 s): the balancer, not web, must close an idle

@@ -6,6 +6,10 @@ a compaction's "started" message is edited into its outcome.
 
 from __future__ import annotations
 
+import logging
+
+from slack_sdk.errors import SlackApiError
+
 from gateway.delivery.answers import post_answer
 from gateway.delivery.ledger import Ledger
 from gateway.delivery.poster import ThreadPoster
@@ -22,8 +26,15 @@ from jobs.session.notices import (
     ErrorNotice,
     InfoNotice,
     Notice,
+    ReactionNotice,
     UnknownResultNotice,
 )
+
+# Slack's answers that mean the reaction is already as wanted, or cannot be: never retried.
+REACTION_ERRORS_TO_SKIP = frozenset(
+    {"already_reacted", "no_reaction", "message_not_found", "missing_scope", "not_reactable", "invalid_name"}
+)
+log = logging.getLogger(__name__)
 
 COMPACTION_MESSAGE = "compaction_message"  # ledger note: ts of the running compaction's message
 
@@ -45,6 +56,8 @@ class NoticePosting:
             self._approval_decided(notice_id, notice)
         elif isinstance(notice, CompactionNotice):
             self._compaction(notice_id, notice)
+        elif isinstance(notice, ReactionNotice):
+            self._react(notice)
         else:
             self._simple(notice_id, notice)
 
@@ -59,6 +72,28 @@ class NoticePosting:
             self.status.clear()
         elif isinstance(notice, InfoNotice):
             self._post(notice_id, render.info(notice))
+
+    def _react(self, notice: ReactionNotice) -> None:
+        """Idempotent by nature: a reaction already there, or one already gone, is what was
+        wanted. A message deleted meanwhile, or a token without `reactions:write`, loses only
+        the reaction. Not paced with the posts: reactions are not messages (Slack limits them
+        apart; a 429 still waits out Retry-After like any call)."""
+        where = {"channel": self.session.channel, "timestamp": notice.message_ts}
+        calls = [
+            (self.poster.client.reactions_remove, notice.remove),
+            (self.poster.client.reactions_add, notice.add),
+        ]
+        for call, name in calls:
+            if name is None:
+                continue
+            self.poster.pace()
+            try:
+                call(name=name, **where)
+            except SlackApiError as error:
+                code = error.response.get("error")
+                if code not in REACTION_ERRORS_TO_SKIP:
+                    raise
+                log.info("%s: reaction %s on %s skipped (%s)", self.session, name, notice.message_ts, code)
 
     def _approval_request(self, notice: ApprovalRequestNotice) -> None:
         entry = f"approval:{notice.approval_id}"

@@ -26,7 +26,9 @@ from jobs.input import WithoutSession, record_input
 from jobs.keys import SessionKey
 from jobs.quotas import Refused, input_quotas, working_quota
 from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
+from jobs.session.reactions import mark_seen
 from jobs.session.state import PARKED_STATES, session_exists
+from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,8 @@ def _record(deps: Deps, said: SlackInput) -> str:
         if recorded.tell and not by_bot:  # a bot reads no ephemeral line; its loop just stops
             tell(deps, said.key, said.user, recorded.quota.refusal)
         return f"refused: over the quota {recorded.quota.key}"
+    if recorded in ("wire", "inbox") and deps.settings.SLACK_REACTIONS:
+        mark_seen(SessionStore(deps.redis, said.key), said.ts)
     return IGNORED if recorded == "no session" else recorded
 
 

@@ -121,6 +121,15 @@ class InfoNotice(_Notice):
     text: str
 
 
+class ReactionNotice(_Notice):
+    """An emoji reaction on a person's message: `add` and/or `remove` (Slack's emoji names)."""
+
+    kind: Literal["reaction"] = "reaction"
+    message_ts: str
+    add: str | None = None
+    remove: str | None = None
+
+
 Notice = Annotated[
     ProgressNotice
     | AnswerNotice
@@ -130,7 +139,8 @@ Notice = Annotated[
     | ApprovalRequestNotice
     | ApprovalDecidedNotice
     | CompactionNotice
-    | InfoNotice,
+    | InfoNotice
+    | ReactionNotice,
     Field(discriminator="kind"),
 ]
 _NOTICE = TypeAdapter(Notice)

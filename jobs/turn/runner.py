@@ -39,6 +39,7 @@ from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.meta import MetaHash
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
+from jobs.session.reactions import mark_ended
 from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
@@ -232,6 +233,7 @@ class TurnRunner:
         self.store.redis.delete(cancel_key(self.store.key))
         self.store.append(TurnCancel(turn_id=self.turn_id, target="queued", reason="user_cancelled"))
         self.store.append(TurnEnded(turn_id=self.turn_id, reason="cancelled"))
+        mark_ended(self.store, "cancelled")
         self._notify(
             CancelledNotice(turn_id=self.turn_id, by=by, text=f"Stopped by <@{by}> before it started.")
         )
@@ -253,6 +255,7 @@ class TurnRunner:
         ApprovalStore(self.store).clear()
         for notice in self._closing_notices(outcome, by):
             self.store.post_notice(notice)
+        mark_ended(self.store, outcome.reason)
         set_state(self.store, ENDINGS[outcome.reason].state, last_turn_reason=outcome.reason)  # type: ignore[arg-type]  # agent's ENDINGS types states as str
         schedule_delivery(self.store.redis, self.store.key)
         self._end_delegation(outcome, by)

@@ -30,6 +30,7 @@ Method = Callable[[Args], Answer]
 
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
+EMOJI_NAME = re.compile(r"^[a-z0-9_+\-']+$")
 MAX_MEMBERS_PAGE = 1000  # conversations.members takes a limit under 1000
 DEFAULT_MEMBERS_PAGE = 100
 
@@ -56,6 +57,8 @@ class SlackMethods:
             "conversations.replies": self.replies,
             "conversations.history": self.history,
             "assistant.threads.setStatus": self.set_status,
+            "reactions.add": self.react,
+            "reactions.remove": self.unreact,
             "files.getUploadURLExternal": self.upload_url,
             "files.completeUploadExternal": self.complete_upload,
         }
@@ -209,6 +212,47 @@ class SlackMethods:
             self.state.statuses.append({k: args.get(k) for k in ("channel_id", "thread_ts", "status")})
         return {}
 
+    # -- reactions -----------------------------------------------------------------------
+
+    def react(self, args: Args) -> Answer:
+        """Slack's shape: `reactions` on the message, each with its name, users and count."""
+        name, channel, ts = _reaction_args(args)
+        with self.state.lock:
+            message = self._message(channel, ts)
+            reactions = message.setdefault("reactions", [])
+            existing = next((r for r in reactions if r["name"] == name), None)
+            if existing is None:
+                reactions.append({"name": name, "users": [BOT_USER_ID], "count": 1})
+            elif BOT_USER_ID in existing["users"]:
+                raise SlackError("already_reacted")
+            else:
+                existing["users"].append(BOT_USER_ID)
+                existing["count"] += 1
+        return {}
+
+    def unreact(self, args: Args) -> Answer:
+        name, channel, ts = _reaction_args(args)
+        with self.state.lock:
+            message = self._message(channel, ts)
+            reactions = message.get("reactions", [])
+            existing = next((r for r in reactions if r["name"] == name), None)
+            if existing is None or BOT_USER_ID not in existing["users"]:
+                raise SlackError("no_reaction")
+            existing["users"].remove(BOT_USER_ID)
+            existing["count"] -= 1
+            kept = [r for r in reactions if r["count"] > 0]
+            if kept:
+                message["reactions"] = kept
+            else:
+                message.pop("reactions")
+        return {}
+
+    def _message(self, channel: str, ts: str) -> dict[str, Any]:
+        message = self.state.messages.get(channel, {}).get(ts)
+        if message is None:
+            raise SlackError("message_not_found")
+        return message
+
     # -- files ---------------------------------------------------------------------------
 
     def upload_url(self, args: Args) -> Answer:
@@ -241,6 +285,13 @@ def _file_message(ts: str, channel: str, args: Args, item: dict[str, Any], uploa
     if args.get("thread_ts"):
         message["thread_ts"] = args["thread_ts"]
     return message
+
+
+def _reaction_args(args: Args) -> tuple[str, str, str]:
+    channel, ts, name = _required(args, "channel"), _required(args, "timestamp"), _required(args, "name")
+    if not EMOJI_NAME.match(name):
+        raise SlackError("invalid_name")
+    return name, channel, ts
 
 
 def _required(args: Args, name: str) -> str:

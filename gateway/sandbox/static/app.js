@@ -162,8 +162,19 @@ function messageHtml(message, { inChannel = false } = {}) {
     <div class="avatar">${escapeHtml(name.slice(0, 1).toUpperCase())}</div>
     <div class="body">
       <div class="meta"><b>${escapeHtml(name)}</b>${bot ? '<span class="app-tag">APP</span>' : ""}${clock(message.ts)}${edited}${reply}</div>
-      ${onlyYou}${contentHtml(message)}${below}
+      ${onlyYou}${contentHtml(message)}${reactionsHtml(message)}${below}
     </div></div>`;
+}
+
+const EMOJI = { eyes: "👀", white_check_mark: "✅", warning: "⚠️" };
+
+function reactionsHtml(message) {
+  const reactions = message.reactions || [];
+  if (!reactions.length) return "";
+  const pills = reactions.map(
+    (r) => `<span class="reaction" title=":${escapeHtml(r.name)}:">${EMOJI[r.name] || `:${escapeHtml(r.name)}:`} ${r.count}</span>`,
+  );
+  return `<div class="reactions">${pills.join("")}</div>`;
 }
 
 const byTs = (a, b) => Number(a.ts) - Number(b.ts);

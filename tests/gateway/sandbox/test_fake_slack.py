@@ -7,7 +7,7 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from gateway.sandbox.fake_slack import APP_TOKEN, FakeSlack, Fault
+from gateway.sandbox.fake_slack import APP_TOKEN, BOT_USER_ID, FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 
 
@@ -136,3 +136,22 @@ def test_channel_members_come_a_page_at_a_time(fake_slack, client):
     assert "W222" in client.conversations_members(channel="C1")["members"]  # undeclared: the usual people
     assert error_of(lambda: client.conversations_members(channel="C9", limit=1000)) == "invalid_limit"
     assert error_of(lambda: client.conversations_members(channel="")) == "channel_not_found"
+
+
+def test_reactions_keep_slacks_shape_and_error_codes(fake_slack, client):
+    ts = thread(fake_slack)
+    client.reactions_add(channel="C1", timestamp=ts, name="eyes")
+    [message] = [m for m in fake_slack.thread("C1", ts) if m["ts"] == ts]
+    assert message["reactions"] == [{"name": "eyes", "users": [BOT_USER_ID], "count": 1}]
+    assert (
+        error_of(lambda: client.reactions_add(channel="C1", timestamp=ts, name="eyes")) == "already_reacted"
+    )
+    assert error_of(lambda: client.reactions_add(channel="C1", timestamp="1.2", name="eyes")) == (
+        "message_not_found"
+    )
+    assert (
+        error_of(lambda: client.reactions_add(channel="C1", timestamp=ts, name="no such!")) == "invalid_name"
+    )
+    client.reactions_remove(channel="C1", timestamp=ts, name="eyes")
+    assert "reactions" not in next(m for m in fake_slack.thread("C1", ts) if m["ts"] == ts)
+    assert error_of(lambda: client.reactions_remove(channel="C1", timestamp=ts, name="eyes")) == "no_reaction"
