@@ -4,6 +4,8 @@
 
 Runs the real `web` and `worker` commands (as the Procfile does) against real Redis, the fake
 Slack Web API and a fake model that answers at once, and sends mentions one after another.
+Reports the HTTP acknowledgement, the first visible sign that the mention was taken (👀 on it
+or the working status, whichever Slack showed first) and the answer in the thread.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ def mention_body(ts: str, index: int) -> dict:
     return app_mention(ts, channel_of(index), f"ping {index}", f"Evbench{index}")
 
 
-def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float]:
+def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float, float]:
     root = slack.add_user_message(channel_of(index), f"<@{BOT_USER_ID}> ping {index}", user="W222")
+    started_at = time.time()  # the fake Slack stamps each call with the wall clock
     started = time.perf_counter()
     response = stack.send_event(mention_body(root["ts"], index))
     acked = time.perf_counter() - started
@@ -46,7 +49,24 @@ def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float]:
         if time.perf_counter() > deadline:
             raise RuntimeError(f"no answer for mention {index}")
         time.sleep(POLL_S)
-    return acked, time.perf_counter() - started
+    answered = time.perf_counter() - started
+    return acked, answered, first_sign_at(slack, channel_of(index), root["ts"]) - started_at
+
+
+def first_sign_at(slack: FakeSlack, channel: str, ts: str) -> float:
+    """When the thread first showed that the mention was taken: 👀 on it, or the working status."""
+    seen = [
+        c.at for c in slack.calls("reactions.add")
+        if c.outcome == "ok" and c.args.get("channel") == channel and c.args.get("timestamp") == ts
+    ]  # fmt: skip
+    working = [
+        c.at for c in slack.calls("assistant.threads.setStatus")
+        if c.outcome == "ok" and c.args.get("channel_id") == channel and c.args.get("thread_ts") == ts
+        and c.args.get("status")
+    ]  # fmt: skip
+    if not seen and not working:
+        raise RuntimeError(f"no sign of the mention in {channel} was ever shown")
+    return min(seen + working)
 
 
 def main() -> None:
@@ -63,9 +83,13 @@ def main() -> None:
             results = [measure(stack, slack, index) for index in range(args.mentions)]
         finally:
             stack.stop()
-    acks, replies = ([r[i] * 1000 for r in results] for i in (0, 1))
+    acks, replies, signs = ([r[i] * 1000 for r in results] for i in (0, 1, 2))
     print(f"mentions: {args.mentions} (sequential, a channel each; model answers at once; default worker)")
     print(f"HTTP 200 after:        median {statistics.median(acks):7.1f} ms   max {max(acks):7.1f} ms")
+    print(
+        f"first visible sign after: median {statistics.median(signs):7.1f} ms   max {max(signs):7.1f} ms"
+        "   (👀 or the working status; target: median <= 300 ms)"
+    )
     print(
         f"answer in thread after: median {statistics.median(replies):7.1f} ms   "
         f"p90 {statistics.quantiles(replies, n=10)[-1]:7.1f} ms   max {max(replies):7.1f} ms"
