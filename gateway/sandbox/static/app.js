@@ -43,7 +43,7 @@ const EMOJI = {
   white_check_mark: ["\u2714", "ok"], x: ["\u2716", "bad"], warning: ["\u26a0", "warn"],
   raised_hand: ["\u261b", "warn"], black_square_for_stop: ["\u25a0", "bad"], no_entry_sign: ["\u2298", "bad"],
   hourglass_flowing_sand: ["\u25d4", "busy"], grey_question: ["?", "warn"], fast_forward: ["\u00bb", "busy"],
-  alarm_clock: ["\u25f7", "warn"],
+  alarm_clock: ["\u25f7", "warn"], eyes: ["\u25c9", "busy"],
 };
 
 function emoji(whole, name) {
@@ -166,13 +166,11 @@ function messageHtml(message, { inChannel = false } = {}) {
     </div></div>`;
 }
 
-const EMOJI = { eyes: "👀", white_check_mark: "✅", warning: "⚠️" };
-
 function reactionsHtml(message) {
   const reactions = message.reactions || [];
   if (!reactions.length) return "";
   const pills = reactions.map(
-    (r) => `<span class="reaction" title=":${escapeHtml(r.name)}:">${EMOJI[r.name] || `:${escapeHtml(r.name)}:`} ${r.count}</span>`,
+    (r) => `<span class="reaction" title=":${escapeHtml(r.name)}:">${emoji(`:${escapeHtml(r.name)}:`, r.name)} ${r.count}</span>`,
   );
   return `<div class="reactions">${pills.join("")}</div>`;
 }
