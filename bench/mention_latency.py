@@ -33,12 +33,17 @@ def channel_of(index: int) -> str:
     return f"C{index + 1000}"
 
 
+def person_of(index: int) -> str:
+    # A person per mention too: the per-person quota (10 a minute) would refuse the eleventh.
+    return f"W{index + 1000:06d}"
+
+
 def mention_body(ts: str, index: int) -> dict:
-    return app_mention(ts, channel_of(index), f"ping {index}", f"Evbench{index}")
+    return app_mention(ts, channel_of(index), f"ping {index}", f"Evbench{index}", user=person_of(index))
 
 
 def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float, float]:
-    root = slack.add_user_message(channel_of(index), f"<@{BOT_USER_ID}> ping {index}", user="W222")
+    root = slack.add_user_message(channel_of(index), f"<@{BOT_USER_ID}> ping {index}", user=person_of(index))
     started_at = time.time()  # the fake Slack stamps each call with the wall clock
     started = time.perf_counter()
     response = stack.send_event(mention_body(root["ts"], index))
