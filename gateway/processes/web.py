@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from redis import Redis
+from redis.exceptions import RedisError
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
 
@@ -35,27 +37,47 @@ WEB_THREADS = 8  # listeners wait on Redis, not the CPU
 # Slack's largest requests (a message event full of blocks, a modal's submission) are tens of
 # KB; a body is held in memory whole (Bolt wants a str), so anything bigger is refused unread.
 MAX_BODY_BYTES = 1024 * 1024
+READY_TIMEOUT_S = 0.2  # a balancer's probe must not wait longer on a Redis that is away
+NOT_READY = "not ready: Redis does not answer, so nothing Slack sends could be recorded"
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def wsgi_app(settings: Settings, identity: SlackIdentity | None = None) -> WSGIApp:
-    return routes(_EventsEndpoint(settings, identity or SlackIdentity(settings)))
+    events = _EventsEndpoint(settings, identity or SlackIdentity(settings))
+    return routes(events, ready=redis_answers(settings.REDIS_URL or ""))
 
 
-def routes(events: WSGIApp) -> WSGIApp:
-    """`POST /slack/events` to `events`, `/healthz` answered, 404 for anything else."""
+def routes(events: WSGIApp, ready: Callable[[], bool] = lambda: True) -> WSGIApp:
+    """`POST /slack/events` to `events`; `/healthz` (the process answers) and `/readyz` (it can
+    take Slack's requests: `ready()`, else 503) for load balancers; 404 for anything else."""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") == EVENTS_PATH and environ.get("REQUEST_METHOD") == "POST":
+        path = environ.get("PATH_INFO")
+        if path == EVENTS_PATH and environ.get("REQUEST_METHOD") == "POST":
             return events(environ, start_response)
-        if environ.get("PATH_INFO") == "/healthz":
-            start_response("200 OK", [("Content-Type", "text/plain")])
-            return [b"ok\n"]
-        start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"not found\n"]
+        if path == "/healthz":
+            return _text(start_response, "200 OK", "ok")
+        if path == "/readyz":
+            if ready():
+                return _text(start_response, "200 OK", "ready")
+            return _text(start_response, "503 Service Unavailable", NOT_READY)
+        return _text(start_response, "404 Not Found", "not found")
 
     return app
+
+
+def redis_answers(url: str) -> Callable[[], bool]:
+    """Whether Redis answers a PING within READY_TIMEOUT_S (every input is recorded there)."""
+    redis = Redis.from_url(url, socket_connect_timeout=READY_TIMEOUT_S, socket_timeout=READY_TIMEOUT_S)
+
+    def ready() -> bool:
+        try:
+            return bool(redis.ping())
+        except RedisError:
+            return False
+
+    return ready
 
 
 class _EventsEndpoint:
@@ -111,6 +133,11 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     return body
+
+
+def _text(start_response: Callable[..., Any], status: str, text: str) -> list[bytes]:
+    start_response(status, [("Content-Type", "text/plain")])
+    return [f"{text}\n".encode()]
 
 
 def _plain(start_response: Callable[..., Any], status: str, text: str) -> list[bytes]:

@@ -53,6 +53,20 @@ def test_mention_while_redis_is_down_is_a_clear_error_not_a_crash(tmp_path: Path
         stack.stop()
 
 
+def test_readyz_says_whether_web_can_take_slacks_requests_and_healthz_only_that_it_lives(
+    tmp_path: Path, stack: Stack, fake_slack, fake_llm
+):
+    assert stack.client.get("/readyz").status_code == 200
+    dead_redis = f"redis://127.0.0.1:{free_port()}/0"
+    cut_off = Stack(tmp_path, dead_redis, fake_slack.api_url, fake_llm.base_url).start(workers=0)
+    try:
+        ready = cut_off.client.get("/readyz")
+        assert ready.status_code == 503 and "Redis does not answer" in ready.text
+        assert cut_off.client.get("/healthz").status_code == 200  # alive: no restart is needed
+    finally:
+        cut_off.stop()
+
+
 def test_missing_settings_stop_the_process_with_one_line_naming_them():
     result = subprocess.run(
         [THREADLINE, "web"], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True
