@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from redis import Redis
@@ -28,6 +29,7 @@ from agent.tools.sandbox import (
     workspace_problem,
 )
 from gateway.authz import nobody_approves
+from gateway.manifest import BOT_SCOPES
 from gateway.slack_client import web_client
 from jobs.queues import SERIALIZER, TURNS_QUEUE
 from jobs.settings import Settings
@@ -154,11 +156,27 @@ def check_slack(settings: Settings) -> Check:
             f"{redact_url(settings.SLACK_API_URL)}: {_said(error)}",
             "check SLACK_API_URL and the network",
         )
-    return Check(
-        True,
-        "slack",
-        f"bot {identity.get('user_id')} in team {identity.get('team_id')} ({identity.get('team')})",
-    )
+    who = f"bot {identity.get('user_id')} in team {identity.get('team_id')} ({identity.get('team')})"
+    granted = _granted_scopes(identity.headers)
+    if granted is None:
+        return Check(True, "slack", f"{who}; Slack did not say the token's scopes (x-oauth-scopes)")
+    missing = sorted(set(BOT_SCOPES) - granted)
+    if missing:
+        return Check(
+            False, "slack", f"{who}, but the token lacks scopes the manifest asks for: {', '.join(missing)}",
+            "add them under OAuth & Permissions (or from `threadline manifest`) and reinstall the app",
+        )  # fmt: skip
+    return Check(True, "slack", f"{who}; every scope of the manifest granted")
+
+
+def _granted_scopes(headers: Mapping[str, Any]) -> set[str] | None:
+    """The bot token's scopes, from the `x-oauth-scopes` header Slack sends with each answer."""
+    value = next((v for k, v in headers.items() if k.lower() == "x-oauth-scopes"), None)
+    if isinstance(value, list):  # slack_sdk keeps some headers as lists of values
+        value = ",".join(value)
+    if not isinstance(value, str):
+        return None
+    return {scope.strip() for scope in value.split(",") if scope.strip()}
 
 
 def check_model(settings: Settings) -> Check:

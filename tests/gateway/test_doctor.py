@@ -4,6 +4,7 @@ from redis import Redis
 
 from agent.testing import FakeLLM
 from gateway.doctor import run_doctor
+from gateway.manifest import BOT_SCOPES
 from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
@@ -137,3 +138,27 @@ def test_a_redis_that_evicts_fails(tmp_path: Path, durable_redis_url: str):
     lines: list[str] = []
     run_doctor(Settings.load(REDIS_URL=durable_redis_url, AGENT_WORKDIR=tmp_path / "ws"), lines.append)
     assert named(lines, "persist").startswith("FAIL persist    appendonly yes, maxmemory-policy allkeys-lru")
+
+
+def slack_line(fake_slack: FakeSlack, tmp_path: Path) -> str:
+    settings = Settings.load(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url, AGENT_WORKDIR=tmp_path
+    )
+    lines: list[str] = []
+    run_doctor(settings, lines.append)
+    return named(lines, "slack")
+
+
+def test_a_token_missing_a_scope_of_the_manifest_is_named(tmp_path: Path, fake_slack: FakeSlack):
+    fake_slack.state.granted_scopes = sorted(set(BOT_SCOPES) - {"reactions:write", "users:read"})
+    line = slack_line(fake_slack, tmp_path)
+    assert (
+        line.startswith("FAIL slack")
+        and "lacks scopes the manifest asks for: reactions:write, users:read" in line
+    )
+    assert "reinstall the app" in line
+
+
+def test_a_token_with_every_scope_passes(tmp_path: Path, fake_slack: FakeSlack):
+    assert slack_line(fake_slack, tmp_path).startswith("ok   slack")
+    assert "every scope of the manifest granted" in slack_line(fake_slack, tmp_path)

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 from agent.testing import LocalServer, QuietHandler
+from gateway.manifest import BOT_SCOPES
 from gateway.sandbox.fake_slack.methods import SlackMethods
 from gateway.sandbox.fake_slack.state import BOT_USER_ID, Call, Fault, Message, SlackError, SlackState
 from gateway.sandbox.fake_socket_mode import FakeSocketMode
@@ -137,7 +138,11 @@ class FakeSlack:
         self.state.record_call(method, args, "ok")
         if fault is not None:
             time.sleep(fault.delay_s)
-        return 200, body, {}
+        return 200, body, {"x-oauth-scopes": ",".join(self._granted_scopes())}
+
+    def _granted_scopes(self) -> list[str]:
+        granted = self.state.granted_scopes
+        return sorted(BOT_SCOPES) if granted is None else granted
 
     def _fault_answer(self, method: str, args: dict[str, Any], fault: Fault) -> Answer:
         if fault.delay_s:

@@ -87,6 +87,9 @@ class SlackState:
     text_limit: int = MAX_TEXT_CHARS
     markdown_limit: int = MAX_MARKDOWN_BLOCK_CHARS
     app_token: str = APP_TOKEN
+    # The bot token's scopes, sent as Slack does in `x-oauth-scopes` on every answer; None: what
+    # threadline's manifest asks for (the app installed as `threadline manifest` describes it).
+    granted_scopes: list[str] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     _clock: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 
