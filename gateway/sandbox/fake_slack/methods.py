@@ -216,13 +216,10 @@ class SlackMethods:
 
     def react(self, args: Args) -> Answer:
         """Slack's shape: `reactions` on the message, each with its name, users and count."""
-        name, channel, ts = _reaction_args(args)
         with self.state.lock:
-            message = self._message(channel, ts)
-            reactions = message.setdefault("reactions", [])
-            existing = next((r for r in reactions if r["name"] == name), None)
+            message, name, existing = self._reaction(args)
             if existing is None:
-                reactions.append({"name": name, "users": [BOT_USER_ID], "count": 1})
+                message.setdefault("reactions", []).append({"name": name, "users": [BOT_USER_ID], "count": 1})
             elif BOT_USER_ID in existing["users"]:
                 raise SlackError("already_reacted")
             else:
@@ -231,21 +228,25 @@ class SlackMethods:
         return {}
 
     def unreact(self, args: Args) -> Answer:
-        name, channel, ts = _reaction_args(args)
         with self.state.lock:
-            message = self._message(channel, ts)
-            reactions = message.get("reactions", [])
-            existing = next((r for r in reactions if r["name"] == name), None)
+            message, _, existing = self._reaction(args)
             if existing is None or BOT_USER_ID not in existing["users"]:
                 raise SlackError("no_reaction")
             existing["users"].remove(BOT_USER_ID)
             existing["count"] -= 1
-            kept = [r for r in reactions if r["count"] > 0]
+            kept = [r for r in message["reactions"] if r["count"] > 0]
             if kept:
                 message["reactions"] = kept
             else:
                 message.pop("reactions")
         return {}
+
+    def _reaction(self, args: Args) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
+        """The message a reaction call names, the emoji, and that emoji's reaction on it if any."""
+        name, channel, ts = _reaction_args(args)
+        message = self._message(channel, ts)
+        existing = next((r for r in message.get("reactions", []) if r["name"] == name), None)
+        return message, name, existing
 
     def _message(self, channel: str, ts: str) -> dict[str, Any]:
         message = self.state.messages.get(channel, {}).get(ts)
