@@ -132,17 +132,23 @@ class Stack:
         process.wait(timeout=10)
 
     def stop(self) -> None:
+        """SIGTERM every process at once (each drains on its own), then wait for all of them."""
         self.client.close()
-        for process in self.processes.values():
-            _terminate(process)
+        running = [process for process in self.processes.values() if process.poll() is None]
+        for process in running:
+            _signal_group(process, signal.SIGTERM)
+        for process in running:
+            _wait_or_kill(process)
 
 
-def _terminate(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, 15)
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signum)
+
+
+def _wait_or_kill(process: subprocess.Popen[bytes]) -> None:
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
+        _signal_group(process, signal.SIGKILL)
         process.wait(timeout=10)
