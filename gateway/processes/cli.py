@@ -93,6 +93,14 @@ def _purge(args: argparse.Namespace) -> int:
     return purge_older_than(redis, settings, args.older_than)
 
 
+def _status(args: argparse.Namespace) -> int:
+    from gateway.status_report import print_status
+    from jobs.runtime import redis_from_url
+
+    settings = Settings.load().require("REDIS_URL")
+    return print_status(redis_from_url(settings.REDIS_URL or ""), as_json=args.json, thread=args.thread)
+
+
 def _sandbox(args: argparse.Namespace) -> int:
     from gateway.sandbox.embedded_redis import EmbeddedRedisError
     from gateway.sandbox.run import run_sandbox
@@ -153,6 +161,10 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--older-than", type=float, metavar="DAYS", help="every session untouched this long")
     purge.add_argument("--force", action="store_true", help="with --thread: remove a parked session too")
     purge.set_defaults(run=_purge)
+    status = commands.add_parser("status", help="sessions, workers and queues at a glance, from Redis")
+    status.add_argument("--json", action="store_true", help="the same, as JSON for scripts")
+    status.add_argument("--thread", metavar="LINK", help="one Slack thread's sessions in detail")
+    status.set_defaults(run=_status)
     sandbox = commands.add_parser(
         "sandbox", help="everything on this machine, with Slack played by a local page (prints its URL)"
     )
