@@ -40,6 +40,13 @@ class Repair(BaseModel):
     step: int
     at_ms: int
 
+    def summary(self) -> str:
+        """`orphan_tool_result_dropped (calls ghost, c2) at step 3 of turn-ab.12cd34`, for status."""
+        more = self.calls - len(self.call_ids)
+        calls = ", ".join(self.call_ids) + (f" and {more} more" if more else "")
+        touched = f" (calls {calls})" if calls else ""
+        return f"{self.kind}{touched} at step {self.step} of {self.turn_id}"
+
 
 def record_repairs(
     store: SessionStore, turn_id: str, step: int, call_ids_by_kind: Mapping[str, list[str]]

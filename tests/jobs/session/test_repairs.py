@@ -65,6 +65,7 @@ def test_a_history_repaired_in_every_turn_is_recorded_once_with_the_turn_and_ste
         1,
     )
     assert len(fake_llm.accepted()) == 2 and fake_llm.rejected == []
+    assert repair.summary() == "orphan_tool_result_dropped (calls ghost) at step 1 of t1"
 
 
 def repair_of(by_kind: dict[str, list[str]]) -> ProjectionRepair:
@@ -98,6 +99,7 @@ def test_hostile_call_ids_are_bounded_and_a_session_keeps_at_most_max_recorded(r
     [repair] = repairs_of(redis, KEY)
     assert repair.calls == 50 and len(repair.call_ids) == repairs.MAX_CALL_IDS
     assert all(len(call_id) == repairs.MAX_CALL_ID_CHARS for call_id in repair.call_ids)
+    assert repair.summary().endswith(" and 30 more) at step 1 of t1")
 
     for n in range(repairs.MAX_RECORDED + 10):
         sink.repaired(2, repair_of({"tool_result_reordered": [f"c{n}"]}))
