@@ -21,6 +21,7 @@ def captured() -> Iterator[io.StringIO]:
     """The process's one handler, writing to a buffer; the root logger is put back afterwards."""
     root = logging.getLogger()
     before = (root.level, root.handlers[:])
+    root.handlers.clear()  # pytest's own handlers stay open, out of configure_logging's reach
     stream = io.StringIO()
     yield stream
     root.handlers[:] = before[1]
