@@ -8,7 +8,7 @@ from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
-from slack_bolt import App, BoltResponse
+from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
 
 from gateway.deps import Deps
@@ -16,6 +16,7 @@ from gateway.listeners import actions, agent_session, commands, mentions, messag
 from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
 from gateway.slack_identity import IdentityUnknown, SlackIdentity
+from jobs import log_context
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -26,9 +27,18 @@ BAD_PAYLOAD_ERRORS = (InvalidPayload,)
 QUIET_EVENTS = ("assistant_thread_started", "assistant_thread_context_changed")
 
 
+class _App(App):
+    """Bolt's App whose every line about a request names its team and channel, and its thread
+    once a listener knows it (`gateway.payload.session_key`)."""
+
+    def dispatch(self, req: BoltRequest) -> BoltResponse:
+        with log_context.scope(team=req.context.team_id, channel=req.context.channel_id):
+            return super().dispatch(req)
+
+
 def build_app(settings: Settings, redis: Redis, identity: SlackIdentity | None = None) -> App:
     client = web_client(settings)
-    app = App(
+    app = _App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
         client=client,
         # Not Bolt's single-token authorisation: that answers 200 when auth.test fails, and

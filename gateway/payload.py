@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from jobs import log_context
 from jobs.keys import SessionKey
 
 
@@ -54,7 +55,9 @@ def section(mapping: Any, name: str) -> Mapping[str, Any]:
 def session_key(team: str, channel: str, thread_ts: str) -> SessionKey:
     """The session these ids name; InvalidPayload when one is not a Slack id (`C:1`, `T{x}`)."""
     try:
-        return SessionKey(team=team, channel=channel, thread_ts=thread_ts)
+        key = SessionKey(team=team, channel=channel, thread_ts=thread_ts)
     except ValidationError as error:
         first = error.errors()[0]
         raise InvalidPayload(f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}") from None
+    log_context.bind(**log_context.session_fields(key))  # the rest of the request's lines name it
+    return key

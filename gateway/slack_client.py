@@ -84,15 +84,23 @@ def _summarised(response: SlackResponse) -> SlackResponse:
 
 
 class _NoBodies(logging.Filter):
-    """slack_sdk logs an answer it cannot parse ("Failed to decode Slack API response: <body>");
-    keep what happened, drop the body, and redact any URL in its other lines."""
+    """slack_sdk logs an answer it cannot parse ("Failed to decode Slack API response: <body>")
+    and, at DEBUG, every request's arguments and every answer's body: what people wrote and what
+    the agent answered. Keep what happened, drop the bodies, and redact any URL in the rest."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         if message.startswith("Failed to decode Slack API response"):
             message = "Failed to decode Slack API response (not JSON; the body is not shown)"
+        for start, cut in _BODY_CUTS:
+            if message.startswith(start) and cut in message:
+                message = message[: message.index(cut)] + " (the rest is not shown)"
         record.msg, record.args = redact_text(message), None
         return True
+
+
+# slack_sdk's DEBUG lines and where what they say stops being safe to log (base_client.py).
+_BODY_CUTS = (("Sending a request", ", query_params:"), ("Received the following response", ", body:"))
 
 
 _SDK_LOG = logging.getLogger("gateway.slack_client.sdk")

@@ -35,6 +35,7 @@ from jobs.keys import (
     cancel_key,
     unknown_result_notice_key,
 )
+from jobs.log_context import bound, session_fields
 from jobs.queues import SERIALIZER, clear_turn_flag, schedule_delivery, schedule_turn, turn_job_waiting
 from jobs.redis_text import text
 from jobs.session.history import load_fold
@@ -61,17 +62,24 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
     marked = []
     for member in redis.smembers(RUNNING_SESSIONS):
         key = SessionKey.parse(text(member))
-        store = SessionStore(redis, key)
-        if redis.exists(store.lease_key):
-            _stop_if_ignoring_cancel(store)
-            continue
-        redis.srem(RUNNING_SESSIONS, member)
-        if state_of(store) == "running":
-            mark_interrupted(store)
-            marked.append(key)
-        _queue_waiting_input(store)
+        with bound(**session_fields(key)):
+            if _sweep_running(SessionStore(redis, key), member):
+                marked.append(key)
     _requeue_lost_turns(redis)
     return marked
+
+
+def _sweep_running(store: SessionStore, member: bytes | str) -> bool:
+    """A session that took a lease: True when its turn's worker died mid-turn and it was marked."""
+    if store.redis.exists(store.lease_key):
+        _stop_if_ignoring_cancel(store)
+        return False
+    store.redis.srem(RUNNING_SESSIONS, member)
+    running = state_of(store) == "running"
+    if running:
+        mark_interrupted(store)
+    _queue_waiting_input(store)
+    return running
 
 
 def _queue_waiting_input(store: SessionStore) -> None:
@@ -88,9 +96,10 @@ def _requeue_lost_turns(redis: Redis) -> None:
         if meta.state != "queued":
             redis.srem(QUEUED_SESSIONS, member)
         elif _turn_lost(store, now_ms() - (meta.updated or 0), settings.LEASE_TTL_SECONDS):
-            log.warning("session %s: its queued turn job was lost; queued it again", store.key)
-            clear_turn_flag(redis, store.key)
-            schedule_turn(redis, store.key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+            with bound(**session_fields(store.key)):
+                log.warning("session %s: its queued turn job was lost; queued it again", store.key)
+                clear_turn_flag(redis, store.key)
+                schedule_turn(redis, store.key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
 
 
 def _turn_lost(store: SessionStore, queued_for_ms: int, lease_ttl_s: float) -> bool:
@@ -101,8 +110,13 @@ def _turn_lost(store: SessionStore, queued_for_ms: int, lease_ttl_s: float) -> b
 
 
 def mark_interrupted(store: SessionStore) -> None:
-    recorded = store.meta.read().turn_id
-    turn_id = "unknown" if recorded is None else recorded
+    meta = store.meta.read()
+    turn_id = "unknown" if meta.turn_id is None else meta.turn_id
+    with bound(turn=meta.turn_id, job=meta.job):
+        _interrupt(store, turn_id)
+
+
+def _interrupt(store: SessionStore, turn_id: str) -> None:
     folder = load_fold(store)
     for call in folder.pending_calls():
         _notice_once(store, call.id, UnknownResultNotice(

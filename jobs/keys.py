@@ -274,6 +274,12 @@ def swarm_next_key(parent: SessionKey, call_id: str) -> str:
     return parent.redis_key(f"swarm:{call_id}:next")
 
 
+def repairs_key(key: SessionKey) -> str:
+    """Hash: each distinct projection repair of the session's history, `<kind>:<digest of its call
+    ids>` → JSON (kind, call ids, turn, step, when), written once (jobs.session.repairs)."""
+    return key.redis_key("repairs")
+
+
 def reacted_key(key: SessionKey) -> str:
     """Set: ts of the people's messages marked seen (👀) whose turn has not ended yet
     (jobs.session.reactions)."""
@@ -367,7 +373,8 @@ def fixed_session_keys(key: SessionKey) -> list[str]:
              turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
              card_children_key, card_lock_key, delivery_queued_key, delivering_key, ledger_key,
-             in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key)  # fmt: skip
+             in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key,
+             repairs_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
@@ -83,6 +83,8 @@ EXPECTED: dict[str, str] = {
     "TURN_CONCURRENCY": "turns one turn worker runs at once (tasks on one event loop; `--turn-concurrency`)",
     "DELIVERY_CONCURRENCY": "threads the delivery worker posts to Slack with, each for a different thread",
     "WORKER_DRAIN_SECONDS": "how long a stopping worker lets running tools finish before handing turns back",
+    "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR: the least severe log lines every process writes",
+    "LOG_FORMAT": "text (a line for people, fields as key=value) or json (one object per line)",
     # -- quotas (jobs/quotas.py); 0 turns one off --
     "QUOTA_MENTIONS_PER_USER_PER_MINUTE": "messages one person may give the agent per minute (0: no limit)",
     "QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE": "messages a channel may give the agent per minute (0: no limit)",
@@ -179,6 +181,9 @@ class Settings(BaseSettings):
     # more threads only let different Slack threads be posted to at once. Pacing per channel and
     # Retry-After hold across them (gateway.delivery).
     DELIVERY_CONCURRENCY: int = Field(default=8, ge=1)
+    # Every line names its team, channel, thread, turn and job (jobs.log_context, gateway/processes/logs.py).
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    LOG_FORMAT: Literal["text", "json"] = "text"
 
     # -- quotas (jobs/quotas.py): what one person, channel, bot or prompt may make the agent do.
     # A person typing fast sends a few messages a minute; 10 leaves room for that and stops a
@@ -243,6 +248,13 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("not an http(s) URL")
         return value if value.endswith("/") else value + "/"
+
+    @field_validator("LOG_LEVEL", "LOG_FORMAT", mode="before")
+    @classmethod
+    def _log_words_in_either_case(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        return value.upper() if info.field_name == "LOG_LEVEL" else value.lower()
 
     @field_validator("SLACK_COMMAND")
     @classmethod

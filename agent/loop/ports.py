@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel
 
 from agent.messages import Message, ToolCall
+from agent.projection.report import ProjectionRepair
 from agent.tools.base import ToolResult
 from agent.tools.policy import ApprovalDecision
 
@@ -34,6 +35,11 @@ class TurnSink(Protocol):
 
     def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
         """These calls wait for a person's approval; the turn ends and frees its worker."""
+        ...
+
+    def repaired(self, step: int, repair: ProjectionRepair) -> None:
+        """The projection for `step`'s model request repaired the history in a new way (it is
+        told once per change, not before every request); keep it on the session's record."""
         ...
 
 

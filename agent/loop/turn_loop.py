@@ -195,7 +195,7 @@ class Loop:
         strict = False
         overflows = 0
         while True:
-            request = await self._request(strict)
+            request = await self._request(strict, step)
             try:
                 return await self.stopping.cancellable(self.model.complete(request), turn_id, step)
             except StructureRejectedError as error:
@@ -214,14 +214,16 @@ class Loop:
             except ModelError as error:
                 raise TurnStopped(failed_outcome(model_failure_text(error), step)) from None
 
-    async def _request(self, strict: bool) -> ModelRequest:
+    async def _request(self, strict: bool, step: int) -> ModelRequest:
         history = self.folder.history
         if strict:
             messages = await over_messages(len(history), lambda: project_strict(history, self.anomalies))
         else:
             unseen = len(history) - self.projector.settled
             messages = await over_messages(unseen, lambda: self.projector.project(history, self.anomalies))
-        self.anomalies.report()
+        repair = self.anomalies.report()
+        if repair is not None:
+            self.sink.repaired(step, repair)
         return ModelRequest.model_construct(
             messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.projection.anomalies import Anomaly
@@ -41,6 +41,9 @@ class ProjectionRepair:
     signature: str
     counters: dict[str, int]
     tool_call_ids: list[str]
+    # Each kind of repair made and the calls it touched (none for kinds about a message's role),
+    # in full: what the session's record keeps (TurnSink.repaired).
+    call_ids_by_kind: dict[str, list[str]] = field(default_factory=dict)
 
     def fields(self) -> dict[str, Any]:
         return {"signature": self.signature, **self.counters, "tool_call_ids": self.tool_call_ids}
@@ -57,7 +60,17 @@ def summarize(anomalies: Iterable[Anomaly]) -> ProjectionRepair | None:
         signature="|".join(sorted(anomaly.signature() for anomaly in notable)),
         counters={name: counts[name] for name in COUNTER_OF_KIND.values()},
         tool_call_ids=list(call_ids)[:MAX_REPORTED_CALL_IDS],
+        call_ids_by_kind=_call_ids_by_kind(notable),
     )
+
+
+def _call_ids_by_kind(anomalies: list[Anomaly]) -> dict[str, list[str]]:
+    by_kind: dict[str, dict[str, None]] = {}
+    for anomaly in anomalies:
+        ids = by_kind.setdefault(anomaly.kind, {})
+        if anomaly.tool_call_id is not None:
+            ids[anomaly.tool_call_id] = None
+    return {kind: list(ids) for kind, ids in by_kind.items()}
 
 
 class ProjectionReporter:

@@ -26,6 +26,7 @@ from gateway.listeners._controls import act
 from gateway.render import buttons
 from gateway.render.approval_card import shows_whole_call, too_long_text
 from gateway.render.text import code_sections
+from jobs import log_context
 from jobs.control import decide_approval
 from jobs.keys import SessionKey, action_dedupe_key
 from jobs.session.approvals import Decision
@@ -60,6 +61,7 @@ def _listener(deps: Deps, handler: Handler) -> Callable[..., None]:
         value = buttons.ButtonValue.decode(action.get("value"))
         if value is None or value.session.team != _team(body):
             return _tell(respond, STALE)
+        log_context.bind(**log_context.session_fields(value.session))
         keys = _click_keys(value.session.team, user, action)
         claimed = claim(deps.redis, keys)
         if not claimed.fresh:

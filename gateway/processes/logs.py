@@ -1,15 +1,73 @@
-"""How every threadline process logs: one line per record, redacted (`agent.redaction`)."""
+"""How every threadline process logs: one line per record, redacted (`agent.redaction`), with the
+team, channel, thread, turn and job it belongs to (`jobs.log_context`).
+
+`LOG_FORMAT=text` (the default) is for people: the usual line, then the fields as `key=value`.
+`LOG_FORMAT=json` is for a log pipeline: one object per line with `ts`, `level`, `logger`,
+`message`, the fields, and `exc` for a traceback. Both go through `redact_text` last.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+from datetime import UTC, datetime
+from typing import Any
 
-from agent.redaction import RedactingFormatter
+from agent.redaction import RedactingFormatter, redact_text
+from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
+from jobs.settings import Settings
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# A value made of these is shown bare; anything else (a newline, a space, `=`) is quoted, so a
+# hostile id can neither forge a line nor a field.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_.:\-]+")
 
 
-def configure_logging(level: int = logging.INFO) -> None:
+def configure_logging(settings: Settings) -> None:
+    """The one logging set-up of web, worker and Socket Mode: LOG_LEVEL and LOG_FORMAT."""
     handler = logging.StreamHandler()
-    handler.setFormatter(RedactingFormatter(LOG_FORMAT))
-    logging.basicConfig(level=level, handlers=[handler])
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(JsonFormatter() if settings.LOG_FORMAT == "json" else TextFormatter(TEXT_FORMAT))
+    logging.basicConfig(level=settings.LOG_LEVEL, handlers=[handler], force=True)
+
+
+def context_of(record: logging.LogRecord) -> dict[str, str]:
+    fields = getattr(record, RECORD_ATTRIBUTE, None)
+    if not isinstance(fields, dict):
+        return {}
+    return {name: redact_text(str(value)) for name, value in fields.items()}
+
+
+class TextFormatter(RedactingFormatter):
+    """The usual line with ` team=T1 channel=C1 thread=T1:C1:1700.1 turn=… job=…` after it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = " ".join(f"{name}={_plain(value)}" for name, value in context_of(record).items())
+        if not fields:
+            return line
+        head, newline, traceback = line.partition("\n")  # the fields stay on the record's first line
+        return f"{head} {fields}{newline}{traceback}"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record; a traceback is the `exc` field, not more lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact_text(record.getMessage()),
+            **context_of(record),
+        }
+        if record.exc_info:
+            line["exc"] = redact_text(self.formatException(record.exc_info))
+        elif record.stack_info:
+            line["exc"] = redact_text(self.formatStack(record.stack_info))
+        return json.dumps(line, ensure_ascii=False)
+
+
+def _plain(value: str) -> str:
+    return value if _PLAIN_VALUE.fullmatch(value) else json.dumps(value)

@@ -38,6 +38,8 @@ from rq.timeouts import TimerDeathPenalty
 from rq.worker.base import WorkerStatus
 
 from jobs import runtime
+from jobs.keys import SessionKey
+from jobs.log_context import bound, session_fields
 from jobs.settings import Settings
 from jobs.turn.drain import request_drain
 from jobs.turn.event_loop import log_longest_stall, share_turn_loop
@@ -56,7 +58,23 @@ def tool_grace_s(settings: Settings) -> float:
     return max(0.5, settings.WORKER_DRAIN_SECONDS - HAND_BACK_S)
 
 
-class DrainingSimpleWorker(SimpleWorker):
+class _JobsLogTheirSession:
+    """Every line logged while a job runs, RQ's own included, names the job and its session."""
+
+    def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
+        with bound(job=job.id, **_session_of(job)):
+            return super().perform_job(job, queue, execution)  # type: ignore[misc, no-any-return]  # RQ's
+
+
+def _session_of(job: Job) -> dict[str, str]:
+    """Every threadline job takes its session key first (jobs.queues)."""
+    try:
+        return session_fields(SessionKey.parse(str(job.args[0])))
+    except Exception:  # not ours, or arguments RQ cannot read: it fails the job itself
+        return {}
+
+
+class DrainingSimpleWorker(_JobsLogTheirSession, SimpleWorker):
     """RQ's SimpleWorker whose warm shutdown hands the running turn back (jobs.turn.drain)."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
@@ -64,7 +82,7 @@ class DrainingSimpleWorker(SimpleWorker):
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
 
 
-class DrainingWorker(Worker):
+class DrainingWorker(_JobsLogTheirSession, Worker):
     """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:

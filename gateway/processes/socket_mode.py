@@ -21,7 +21,7 @@ SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not t
 
 
 def serve_socket(settings: Settings) -> None:
-    configure_logging()
+    configure_logging(settings)
     warn_if_nobody_approves(settings)
     identity = SlackIdentity(settings)
     identity.check_at_start()  # SettingsError (one line) when Slack refuses the bot token

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 from redis import Redis
 from redis.exceptions import RedisError
@@ -146,6 +147,17 @@ def _plain(start_response: Callable[..., Any], status: str, text: str) -> list[b
     return [data]
 
 
+class _GunicornLogs(glogging.Logger):  # type: ignore[misc]  # gunicorn ships no type information
+    """gunicorn's own lines (workers starting, a worker timing out) go through threadline's
+    handler like every other line, so LOG_FORMAT=json stays one object per line."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for logger in (self.error_log, self.access_log):
+            logger.handlers.clear()
+            logger.propagate = True
+
+
 class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type information
     def __init__(self, settings: Settings, identity: SlackIdentity) -> None:
         self.settings = settings
@@ -159,6 +171,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
         self.cfg.set("threads", WEB_THREADS)
         self.cfg.set("keepalive", self.settings.WEB_KEEPALIVE_SECONDS)
         self.cfg.set("accesslog", None)
+        self.cfg.set("logger_class", _GunicornLogs)
         self.cfg.set("graceful_timeout", 10)
         self.cfg.set("post_worker_init", _freeze_what_loading_made)
 
@@ -178,7 +191,7 @@ def _freeze_what_loading_made(_worker: object) -> None:
 
 def serve(settings: Settings) -> None:
     """Serve until stopped; SettingsError (one line) first when Slack refuses the bot token."""
-    configure_logging()
+    configure_logging(settings)
     warn_if_nobody_approves(settings)
     identity = SlackIdentity(settings)
     identity.check_at_start()

@@ -131,7 +131,7 @@ def work(
     if supervisor is not None:
         die_with_parent(supervisor)
     lower_priority_to(settings.WORKER_NICENESS, supervisor_pid=supervisor)
-    configure_logging()
+    configure_logging(settings)
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
     if not settings.LLM_BASE_URL:

@@ -20,6 +20,7 @@ from types import TracebackType
 from redis import Redis
 
 from jobs.keys import RUNNING_SESSIONS, turn_wanted_key
+from jobs.log_context import in_context
 from jobs.lua import lua
 from jobs.session.store import LeaseLost, SessionStore
 
@@ -128,7 +129,7 @@ class Lease:
         return moved or self.turn_wanted
 
     def start_heartbeat(self) -> Lease:
-        self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
+        self._thread = threading.Thread(target=in_context(self._beat), name="lease-heartbeat", daemon=True)
         self._thread.start()
         return self
 

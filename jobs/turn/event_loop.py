@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import logging
 import threading
 import time
@@ -57,7 +58,10 @@ class TurnEventLoop:
         """Run `coroutine` as a task on the loop and wait for it. An exception raised into the
         waiting thread (RQ's job timeout) cancels the task and waits for it to unwind first."""
         unwound = threading.Event()
-        future = asyncio.run_coroutine_threadsafe(_noting_end(coroutine, unwound), self.loop)
+        # A task takes the context of the thread that creates it, here the loop's: the caller's
+        # is handed over, so the turn's log lines name their thread and turn (jobs.log_context).
+        in_callers_context = _in_context(coroutine, contextvars.copy_context())
+        future = asyncio.run_coroutine_threadsafe(_noting_end(in_callers_context, unwound), self.loop)
         try:
             while not future.done():
                 concurrent.futures.wait([future], timeout=WAKE_S)
@@ -66,6 +70,11 @@ class TurnEventLoop:
             unwound.wait(UNWIND_S)
             raise
         return future.result()
+
+
+async def _in_context(coroutine: Coroutine[Any, Any, T], context: contextvars.Context) -> T:
+    """Await `coroutine` as a task of its own running in `context` (cancelling this cancels it)."""
+    return await asyncio.get_running_loop().create_task(coroutine, context=context)
 
 
 async def _noting_end(coroutine: Coroutine[Any, Any, T], ended: threading.Event) -> T:

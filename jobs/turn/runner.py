@@ -33,6 +33,7 @@ from jobs.delegation.endings import child_turn_ended
 from jobs.delegation.tree_cards import CardReporter, stored_card
 from jobs.delegation.waits import ParkedWait, StepWaits
 from jobs.keys import SessionKey, cancel_key
+from jobs.log_context import bound
 from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.session.approvals import ApprovalStore, waited_text
 from jobs.session.history import load_fold
@@ -113,6 +114,10 @@ class TurnRunner:
         self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
 
     def run(self) -> str:
+        with bound(turn=self.turn_id):
+            return self._run()
+
+    def _run(self) -> str:
         folder = load_fold(self.store)
         waiting = self._wait_of(folder)
         if waiting is not None and waiting.results is None:

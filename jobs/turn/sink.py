@@ -1,4 +1,5 @@
-"""The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking."""
+"""The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking,
+projection repairs on the session's record."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
+from agent.projection.report import ProjectionRepair
 from jobs.keys import cancel_key
 from jobs.queues import schedule_approval_expiry, schedule_delivery
 from jobs.session.approvals import DEFAULT_APPROVAL_TIMEOUT_S, Approval, ApprovalStore
 from jobs.session.history import save_checkpoint
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
+from jobs.session.repairs import record_repairs
 from jobs.session.store import UNFENCED, SessionStore
 from jobs.turn.summaries import full_arguments, short_arguments
 
@@ -72,6 +76,14 @@ class RedisTurnSink:
 
     def compacted(self, history: list[Message], through: str) -> None:
         save_checkpoint(self.store, history, through)
+
+    def repaired(self, step: int, repair: ProjectionRepair) -> None:
+        """On the session's record once per distinct repair; a diagnostic, so a Redis error is
+        logged and the turn goes on."""
+        try:
+            record_repairs(self.store, self.turn_id, step, repair.call_ids_by_kind)
+        except RedisError:
+            log.warning("could not record a projection repair of step %d", step, exc_info=True)
 
     def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
         approvals = [

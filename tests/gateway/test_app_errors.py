@@ -17,7 +17,9 @@ from gateway.app import build_app
 from gateway.render.buttons import INSPECT, ButtonValue
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.signing import interaction_request
+from jobs import log_context
 from jobs.keys import SessionKey
+from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from tests.slack_events import block_action
@@ -77,3 +79,20 @@ def test_a_payload_the_boundary_refuses_is_a_400_with_a_warning(app, fake_slack,
     assert "user" in json.loads(response.body)["error"]
     assert [r for r in caplog.records if r.levelno == logging.WARNING and "invalid payload" in r.getMessage()]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_requests_lines_name_its_team_channel_and_thread_and_none_outlives_it(app, redis, fake_slack):
+    redis.xadd(SessionStore(redis, KEY).wire_key, BROKEN_WIRE["KeyError"])
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.addFilter(ContextFilter())
+    handler.emit = records.append  # type: ignore[method-assign]  # keep the records as they are
+    logging.getLogger("gateway").addHandler(handler)
+    try:
+        click(app, fake_slack, INSPECT, ButtonValue(KEY, tool_call_id="call-1").encode())
+    finally:
+        logging.getLogger("gateway").removeHandler(handler)
+
+    [failed] = [record for record in records if record.levelno == logging.ERROR]
+    assert getattr(failed, RECORD_ATTRIBUTE) == {"team": "T111", "channel": "C111", "thread": str(KEY)}
+    assert dict(log_context.current()) == {}  # this thread's next request starts with no fields

@@ -65,3 +65,12 @@ def test_an_answer_that_is_not_json_is_neither_logged_nor_raised_whole(error_pag
     assert raised.value.response.get("error") == "unexpected_response"
     assert any("Failed to decode Slack API response" in r.getMessage() for r in caplog.records)
     assert all(SECRET not in r.getMessage() for r in caplog.records)
+
+
+def test_debug_lines_name_the_call_but_not_what_was_posted_or_answered(fake_slack: FakeSlack, caplog):
+    with caplog.at_level(logging.DEBUG, logger="gateway.slack_client.sdk"):
+        client_for(fake_slack.api_url).chat_postMessage(channel="C111", text=f"the answer: {SECRET}")
+    lines = [r.getMessage() for r in caplog.records if r.name == "gateway.slack_client.sdk"]
+    assert any("chat.postMessage" in line for line in lines)
+    assert any(line.startswith("Received the following response - status: 200") for line in lines)
+    assert all(SECRET not in line for line in lines)

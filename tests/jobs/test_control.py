@@ -1,10 +1,13 @@
+import logging
+
 import pytest
 from redis.exceptions import ResponseError
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
-from jobs.janitor import mark_interrupted
-from jobs.keys import SessionKey, turn_queued_key
+from jobs.janitor import mark_interrupted, sweep
+from jobs.keys import RUNNING_SESSIONS, SessionKey, turn_queued_key
+from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
 from jobs.queues import TURNS_QUEUE, queue
 from jobs.session.state import latest_session, set_state
 from jobs.session.store import SessionStore
@@ -115,3 +118,27 @@ def test_a_failed_enqueue_keeps_the_input_and_leaves_no_claim_behind(redis):
     redis.delete("rq:queue:turns")  # Redis is well again: resume schedules the turn
     assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok
     assert len(queue(redis, TURNS_QUEUE).job_ids) == 1
+
+
+def test_the_janitors_lines_about_a_session_name_its_thread_turn_and_job(redis):
+    store = SessionStore(redis, KEY)
+    submit(redis)
+    set_state(store, "running", turn_id="t1", job="turn-abc")
+    redis.sadd(RUNNING_SESSIONS, str(KEY))  # as the lease did; the lease itself is gone
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.addFilter(ContextFilter())
+    handler.emit = records.append  # type: ignore[method-assign]  # keep the records as they are
+    logging.getLogger("jobs.janitor").addHandler(handler)
+    try:
+        assert sweep(redis) == [KEY]
+    finally:
+        logging.getLogger("jobs.janitor").removeHandler(handler)
+    [interrupted] = [r for r in records if "worker gone" in r.getMessage()]
+    assert getattr(interrupted, RECORD_ATTRIBUTE) == {
+        "team": "T1",
+        "channel": "C1",
+        "thread": str(KEY),
+        "turn": "t1",
+        "job": "turn-abc",
+    }

@@ -16,6 +16,7 @@ from agent.loop.ports import ParkedCall, ParkedStep, TurnEvent, TurnOutcome
 from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import Message, user_message
 from agent.model.openai import OpenAICompatibleModel
+from agent.projection.report import ProjectionRepair
 from agent.tools.executor import ToolExecutor
 from agent.tools.policy import AllowAll, PermissionPolicy
 from agent.tools.registry import default_registry, openai_tool_declarations
@@ -31,6 +32,7 @@ class MemorySink:
     cancel: bool = False
     parked: list[tuple[str, list[ParkedCall]]] = field(default_factory=list)
     checkpoints: list[tuple[int, str]] = field(default_factory=list)
+    repairs: list[tuple[int, ProjectionRepair]] = field(default_factory=list)
 
     def record(self, record: BaseModel, once_key: str) -> str:
         if once_key in self.keys:
@@ -59,6 +61,9 @@ class MemorySink:
 
     def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
         self.parked.append((step_uuid, calls))
+
+    def repaired(self, step: int, repair: ProjectionRepair) -> None:
+        self.repairs.append((step, repair))
 
     def types(self) -> list[str]:
         return [

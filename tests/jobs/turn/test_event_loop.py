@@ -10,6 +10,7 @@ import pytest
 from rq.timeouts import JobTimeoutException, TimerDeathPenalty
 
 from agent.loop._off_loop import INLINE_MAX_MESSAGES, over_messages
+from jobs import log_context
 from jobs.turn.event_loop import TurnEventLoop
 from tests.polling import wait_for
 
@@ -85,3 +86,22 @@ def test_a_blocked_loop_is_seen() -> None:
 
     shared.run(blocking_step())
     wait_for(lambda: shared.longest_stall_s >= 0.4, what="the stall watcher to measure the stall")
+
+
+def test_a_turn_on_the_shared_loop_and_its_threads_log_with_the_job_threads_fields() -> None:
+    shared = TurnEventLoop()
+
+    async def turn() -> tuple[dict[str, str], dict[str, str]]:
+        on_loop = dict(log_context.current())
+        in_a_tool_thread = await asyncio.to_thread(lambda: dict(log_context.current()))
+        return on_loop, in_a_tool_thread
+
+    def job(turn_id: str) -> tuple[dict[str, str], dict[str, str]]:
+        with log_context.bound(thread="T1:C1:1.0", turn=turn_id):
+            return shared.run(turn())
+
+    with ThreadPoolExecutor(2) as jobs:
+        seen = list(jobs.map(job, ["turn-a", "turn-b"]))
+    for turn_id, (on_loop, in_thread) in zip(["turn-a", "turn-b"], seen, strict=True):
+        assert on_loop == in_thread == {"thread": "T1:C1:1.0", "turn": turn_id}
+    assert shared.run(turn()) == ({}, {}), "a turn's fields stayed on the loop after it ended"
