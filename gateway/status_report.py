@@ -89,6 +89,7 @@ def detail_lines(detail: SessionDetail) -> list[str]:
     for approval in detail.approvals:
         by = f" by {approval.decided_by}" if approval.decided_by else ""
         lines.append(f"  approval {approval.tool} ({approval.summary}): {approval.state}{by}")
+    lines += [f"  repair {repair.summary()}" for repair in detail.repairs]
     lines += [f"  sub-agent {child}" for child in detail.subagents]
     return lines
 

@@ -1,5 +1,5 @@
 """One session in detail, for `threadline status --thread`: its turns read back from the wire log
-(steps, tool calls and what became of each), its approvals and its sub-agents.
+(steps, tool calls and what became of each), its approvals, the repairs its history needed and its sub-agents.
 
 A tool call's outcome is what the wire says: `ok` or `error` from its result record, and
 `no result` when the log holds the call but no result for it (a turn still running it, or a
@@ -18,6 +18,7 @@ from jobs.keys import SessionKey, subagents_key
 from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore
 from jobs.session.meta import State
+from jobs.session.repairs import Repair, repairs_of
 from jobs.session.store import SessionStore
 
 
@@ -53,6 +54,7 @@ class SessionDetail(BaseModel):
     waiting_inputs: int
     turns: list[TurnRow]
     approvals: list[ApprovalRow]
+    repairs: list[Repair]
     subagents: list[str]
 
 
@@ -70,6 +72,7 @@ def session_detail(redis: Redis, key: SessionKey) -> SessionDetail:
         waiting_inputs=int(redis.llen(store.inbox_key)),
         turns=turns_from_wire(store.read_wire()),
         approvals=_approvals(store),
+        repairs=repairs_of(redis, key),
         subagents=sorted(text(child) for child in redis.smembers(subagents_key(key))),
     )
 
