@@ -41,8 +41,9 @@ end
 
 
 def status_text(card: TurnCard) -> str:
+    """The loading message under the thread: what the turn does now."""
     running = [tool.name for tool in card.tools if tool.state == "running"]
-    return f"is running {', '.join(running)}…" if running else "is thinking…"
+    return f"Running {', '.join(running)}…" if running else "Thinking…"
 
 
 def version_note(turn_id: str) -> str:
@@ -116,6 +117,14 @@ class Cards:
             self.status.working(status_text(card))
         elif self.ledger.note(RUNNING_CARD) == turn_id:
             self.ledger.set_note(RUNNING_CARD, "")
+            self._stopped_running(card)
+
+    def _stopped_running(self, card: TurnCard) -> None:
+        if card.state == "awaiting_approval":
+            self.status.parked()
+        elif card.state == "handed_back":
+            self.status.paused()
+        else:
             self.status.clear()
 
     def _settle(self, turn_id: str, version: int) -> None:
