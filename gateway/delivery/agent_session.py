@@ -26,6 +26,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from gateway.delivery.ledger import Ledger
+from gateway.delivery.timers import deliver_later
 from jobs.keys import agent_sessions_off_key
 from jobs.session.history import load_fold
 from jobs.session.store import SessionStore
@@ -44,6 +45,9 @@ TITLE_MAX_CHARS = 80  # one line of Slack's session list; Slack takes up to 200
 STATUS_NOTE = "session_status"  # the status last asked for (noted before the call: it may have landed)
 STATUS_AT_NOTE = "session_status_at"  # when it was set; a failed call backdates it to be due soon
 TITLED_NOTE = "session_titled"
+TRIES_NOTE = "session_status_tries"  # failed calls in a row for the status noted; 0 once one lands
+MAX_RETRIES = 5  # then the session is left to Slack's own timeout: no call is retried forever
+USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 
 _MENTION = re.compile(r"<[@!][^>]*>")
 _CHANNEL = re.compile(r"<#[A-Z0-9]+\|([^>]*)>")
@@ -66,7 +70,9 @@ class AgentSession:
             self._set(PROCESSING)
             return
         title = session_title(self._request())
-        created = self._set(PROCESSING, title=title or None, initiator_user_id=self.store.meta.read().owner)
+        owner = self.store.meta.read().owner or ""
+        initiator = owner if USER_ID.match(owner) else None  # Slack wants a member; a bot is none
+        created = self._set(PROCESSING, title=title or None, initiator_user_id=initiator)
         if created and title:
             self._call(self.client.agents_sessions_rename, title=title)
         if created:
@@ -82,6 +88,16 @@ class AgentSession:
         if self.ledger.note(STATUS_NOTE) in (PROCESSING, SUSPENDED):
             self._set(ACTIVE)
 
+    def retry_if_due(self) -> None:
+        """Say again a status Slack did not take (a 5xx, a timeout), a few times: a session left
+        `processing` would show Stop and "working" for an hour. `processing` itself is said again
+        by the next `processing()` (every status refresh while the turn runs)."""
+        tries = int(self.ledger.note(TRIES_NOTE) or 0)
+        status = self.ledger.note(STATUS_NOTE)
+        due = time.time() - float(self.ledger.note(STATUS_AT_NOTE) or 0) >= REASSERT_AFTER_S
+        if 0 < tries <= MAX_RETRIES and status in (SUSPENDED, ACTIVE) and due:
+            self._set(status)
+
     def _off(self) -> bool:
         return bool(self.store.redis.exists(agent_sessions_off_key(self.key.team)))
 
@@ -93,6 +109,10 @@ class AgentSession:
         done = self._call(self.client.agents_sessions_setStatus, status=status, **args)
         at = time.time() if done else time.time() - REASSERT_AFTER_S + RETRY_AFTER_S
         self.ledger.set_note(STATUS_AT_NOTE, f"{at:.3f}")
+        tries = 0 if done else int(self.ledger.note(TRIES_NOTE) or 0) + 1
+        self.ledger.set_note(TRIES_NOTE, str(tries))
+        if tries and not self._off():
+            deliver_later(self.store.redis, self.key, "status", RETRY_AFTER_S)
         return done
 
     def _call(self, method: Callable[..., Any], **args: str) -> bool:
@@ -122,7 +142,7 @@ def session_title(text: str) -> str:
     plain = _MENTION.sub(" ", text)
     plain = _CHANNEL.sub(lambda found: f"#{found.group(1)}", plain)
     plain = _LINK.sub(lambda found: found.group(2) or found.group(1), plain)
-    plain = " ".join(plain.replace("`", "").split())
+    plain = " ".join("".join(ch for ch in plain.replace("`", "") if ch.isprintable() or ch.isspace()).split())
     if len(plain) <= TITLE_MAX_CHARS:
         return plain
     cut = plain[: TITLE_MAX_CHARS - 1]

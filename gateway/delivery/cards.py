@@ -81,9 +81,11 @@ class Cards:
                 self.show(turn)
 
     def refresh_status(self) -> None:
-        """Keep "is working…" alive while a card runs (Slack drops it after two minutes)."""
+        """Keep "is working…" alive while a card runs (Slack drops it after two minutes), and
+        say again a session status Slack failed to take."""
         if self.ledger.note(RUNNING_CARD):
             self.status.refresh_if_due()
+        self.status.retry_if_due()
 
     def _show(self, turn_id: str, version: int, card: TurnCard) -> None:
         entry = f"card:{turn_id}"

@@ -58,6 +58,9 @@ class AssistantStatus:
         if detail and time.time() - float(self.ledger.note(STATUS_AT) or 0) >= REFRESH_AFTER_S:
             self.working(detail)
 
+    def retry_if_due(self) -> None:
+        self.session.retry_if_due()
+
     def message_posted(self) -> None:
         """Slack took the line away with the post: the next `working` sets it again."""
         if self.ledger.note(STATUS_TEXT):

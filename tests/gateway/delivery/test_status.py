@@ -7,12 +7,19 @@ from __future__ import annotations
 from redis import Redis
 from slack_sdk import WebClient
 
-from gateway.delivery.agent_session import OFF_FOR_S, TITLE_MAX_CHARS, session_title
+from gateway.delivery.agent_session import (
+    MAX_RETRIES,
+    OFF_FOR_S,
+    STATUS_AT_NOTE,
+    TITLE_MAX_CHARS,
+    session_title,
+)
 from gateway.delivery.job import Delivery
-from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
+from gateway.delivery.ledger import Ledger
+from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 from jobs.control import submit_input
-from jobs.keys import SessionKey, agent_sessions_off_key
+from jobs.keys import SessionKey, agent_sessions_off_key, timer_key
 from jobs.session.notices import (
     AnswerNotice,
     ApprovalRequestNotice,
@@ -111,8 +118,36 @@ def test_without_agent_sessions_the_status_line_alone_is_kept_and_slack_is_not_a
     assert [s["status"] for s in fake_slack.state.statuses].count("") == 2  # both lines cleared
 
 
+def test_a_status_slack_failed_to_take_is_said_again_a_few_times_then_left(redis, fake_slack):
+    store = session(redis, fake_slack, "build")
+    key = store.key
+    deliver(store, fake_slack, card("running", "shell"))
+    fake_slack.inject(Fault(method="agents.sessions.setStatus", status=500, count=1))
+    deliver(store, fake_slack, AnswerNotice(turn_id="t1", text="built"), card("done"))
+    assert fake_slack.session_statuses(key.channel, key.thread_ts) == ["processing"]
+    assert redis.exists(timer_key(key, "status"))  # a delivery comes back to it later
+
+    Ledger(store).set_note(STATUS_AT_NOTE, "0")  # that time has come
+    deliver(store, fake_slack)
+    assert fake_slack.session_statuses(key.channel, key.thread_ts) == ["processing", "active"]
+
+    stuck = session(redis, fake_slack, "stuck")
+    deliver(stuck, fake_slack, card("running", "shell"))
+    fake_slack.inject(Fault(method="agents.sessions.setStatus", status=500, count=100))
+    deliver(stuck, fake_slack, AnswerNotice(turn_id="t1", text="done"), card("done"))
+    for _ in range(MAX_RETRIES + 3):
+        Ledger(stuck).set_note(STATUS_AT_NOTE, "0")
+        deliver(stuck, fake_slack)
+    calls = fake_slack.calls("agents.sessions.setStatus")
+    failed = [c for c in calls if c.args["thread_ts"] == stuck.key.thread_ts and c.outcome != "ok"]
+    assert len(failed) == 1 + MAX_RETRIES  # the first, then MAX_RETRIES more: never forever
+
+
 def test_a_session_title_is_one_plain_line_of_the_request():
-    said = "<@U123> please\n\n  fix `make lint` <https://ci.example.com/run/7|run 7> <!here> " + "word " * 40
+    said = (
+        "<@U123> please\n\n  fix `make lint` <https://ci.example.com/run/7|run 7> <!here>\u202e\x07 "
+        + "word " * 40
+    )
     title = session_title(said)
     assert title.startswith("please fix make lint run 7 word word")
     assert len(title) <= TITLE_MAX_CHARS and title.endswith("…") and "\n" not in title and "<" not in title
