@@ -10,8 +10,10 @@ itself, untitled), once: a title a person gives it later stays.
 
 A workspace or app without agent sessions answers `not_agent_app`, `feature_disabled` or
 `unknown_method`; that is remembered for the workspace for `OFF_FOR_S`, so no delivery asks
-again meanwhile, and the thread keeps only the assistant status line. Any other failure is
-logged and tried again at the next change: like the status line, this is decoration.
+again meanwhile, and the thread keeps only the status line. Any other failure is logged and
+said again: `processing` with the running turn's next status refresh, a status that ends or
+parks a turn up to MAX_RETRIES times, RETRY_AFTER_S apart. Like the status line, it never
+stops a delivery.
 """
 
 from __future__ import annotations
