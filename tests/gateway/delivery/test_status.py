@@ -88,8 +88,12 @@ def test_a_parked_approval_suspends_the_session_and_a_stop_settles_it(redis, fak
     deliver(store, fake_slack, approval(), card("awaiting_approval"))
     assert fake_slack.session_statuses(key.channel, key.thread_ts) == ["processing", "suspended"]
     assert fake_slack.state.statuses[-1]["status"] == ""  # no "working" line while a person decides
-    deliver(store, fake_slack, CancelledNotice(turn_id="t1", by="W222", text="Stopped by <@W222>."))
-    assert fake_slack.session_statuses(key.channel, key.thread_ts) == ["processing", "suspended", "active"]
+    deliver(store, fake_slack, card("running", "shell", turn="t2"))  # approved: the work goes on
+    assert fake_slack.session_statuses(key.channel, key.thread_ts)[-1] == "processing"
+    deliver(store, fake_slack, approval(), card("awaiting_approval", turn="t2"))
+    deliver(store, fake_slack, CancelledNotice(turn_id="t2", by="W222", text="Stopped by <@W222>."))
+    expected = ["processing", "suspended", "processing", "suspended", "active"]
+    assert fake_slack.session_statuses(key.channel, key.thread_ts) == expected
 
 
 def test_a_handed_back_turn_keeps_the_session_working(redis, fake_slack):
