@@ -54,7 +54,7 @@ def build_app(settings: Settings, redis: Redis, identity: SlackIdentity | None =
     deps = Deps.build(settings, redis, client)
     for listeners in (mentions, messages, commands, actions, shortcuts, agent_session):
         listeners.register(app, deps)
-    for event in QUIET_EVENTS:  # subscribed by the manifest's agent view; nothing to do yet
+    for event in QUIET_EVENTS:  # an app set up from an older manifest may still subscribe them
         app.event(event)(lambda: None)
     app.error(_answer_errors)
     return app

@@ -3,6 +3,11 @@
 Every scope and event is here because a listener or the delivery job uses it; the reasons
 sit beside them. HTTP mode points events, the command and interactivity at one request URL
 (`/slack/events`); Socket Mode needs no URL.
+
+The app is an agent (`features.agent_view`): Slack shows its sessions' status and Stop button,
+and offers the suggested prompts below. `assistant_thread_started` is not subscribed: it never
+fires under the agent view (which opens with `app_home_opened` on the Messages tab), and the
+prompts need no event, being in the manifest.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ BOT_SCOPES = {
     "groups:history": "message.groups: follow-ups in private channel threads",
     "im:history": "message.im: direct messages, one session per DM thread",
     "mpim:history": "message.mpim: group DMs",
-    "chat:write": "answers, progress cards, notices, ephemeral replies, the working status",
+    "chat:write": "answers, cards, notices, ephemeral replies, the status line, the agent session's status",
     "commands": "the slash command",
     "files:write": "very long answers go out as a file",
     "usergroups:read": "SLACK_OPERATORS may name user groups (S…)",
@@ -31,17 +36,26 @@ BOT_SCOPES = {
     "groups:read": "conversations.members of private channels",
     "im:read": "conversations.members of DMs",
     "mpim:read": "conversations.members of group DMs",
-    "assistant:write": "the agent view and Slack's own Stop button (agent_session_stopped)",
+    "assistant:write": "the agent view (agent_view below): Slack's agent entry point and split pane",
     "reactions:write": "👀 on a message the agent takes, ✅ / ⚠️ when its turn ends (SLACK_REACTIONS)",
 }
-BOT_EVENTS = (
-    "app_mention",
-    "message.channels",
-    "message.groups",
-    "message.im",
-    "message.mpim",
-    "agent_session_stopped",
-    "assistant_thread_started",
+BOT_EVENTS = {
+    "app_mention": "a mention starts a session",
+    "message.channels": "follow-ups in public channel threads",
+    "message.groups": "follow-ups in private channel threads",
+    "message.im": "direct messages (under the agent view, every DM is a thread: one session each)",
+    "message.mpim": "group DMs",
+    # Without it Slack shows no Stop button on a `processing` session (and warns
+    # missing_agent_session_stopped_event_subscription on every agents.sessions.setStatus).
+    "agent_session_stopped": "Slack's own Stop button on a working session: it cancels the turn",
+}
+# Pre-written prompts Slack offers in the agent view: a title and the message it sends (Slack
+# takes at most four). They ask for what the agent does; the last one the demo model answers.
+SUGGESTED_PROMPTS = (
+    {"title": "Fix a failing test", "message": "Find out why the tests fail and fix the cause"},
+    {"title": "Explain the code", "message": "Explain how this repository is organised"},
+    {"title": "Review the last change", "message": "Review the latest commit and list the risks"},
+    {"title": "List the files", "message": "list the files"},
 )
 
 
@@ -79,6 +93,7 @@ def manifest(settings: Settings, *, request_url: str | None, socket: bool, name:
             ],
             "agent_view": {
                 "agent_description": "Mention me in a thread or DM me a task; reply in the thread to steer.",
+                "suggested_prompts": [dict(prompt) for prompt in SUGGESTED_PROMPTS],
             },
         },
         "oauth_config": {"scopes": {"bot": sorted(BOT_SCOPES)}},

@@ -356,6 +356,12 @@ def timer_key(key: SessionKey, purpose: str) -> str:
 TIMER_PURPOSES: Final = ("card", "status", "retry", "sweep", "watchdog")
 
 
+def agent_sessions_off_key(team: str) -> str:
+    """String: set for a while once Slack said the workspace or app has no agent sessions
+    (gateway.delivery.agent_session), so deliveries stop asking."""
+    return f"{PREFIX}:agent_sessions_off:{team}"
+
+
 def slack_pause_key(team: str) -> str:
     """String: set while Slack's Retry-After runs for the workspace (gateway.delivery.job)."""
     return f"{PREFIX}:slack_pause:{team}"

@@ -41,8 +41,9 @@ end
 
 
 def status_text(card: TurnCard) -> str:
+    """The loading message under the thread: what the turn does now."""
     running = [tool.name for tool in card.tools if tool.state == "running"]
-    return f"is running {', '.join(running)}…" if running else "is thinking…"
+    return f"Running {', '.join(running)}…" if running else "Thinking…"
 
 
 def version_note(turn_id: str) -> str:
@@ -80,9 +81,11 @@ class Cards:
                 self.show(turn)
 
     def refresh_status(self) -> None:
-        """Keep "is working…" alive while a card runs (Slack drops it after two minutes)."""
+        """Keep "is working…" alive while a card runs (Slack drops it after two minutes), and
+        say again a session status Slack failed to take."""
         if self.ledger.note(RUNNING_CARD):
             self.status.refresh_if_due()
+        self.status.retry_if_due()
 
     def _show(self, turn_id: str, version: int, card: TurnCard) -> None:
         entry = f"card:{turn_id}"
@@ -116,6 +119,14 @@ class Cards:
             self.status.working(status_text(card))
         elif self.ledger.note(RUNNING_CARD) == turn_id:
             self.ledger.set_note(RUNNING_CARD, "")
+            self._stopped_running(card)
+
+    def _stopped_running(self, card: TurnCard) -> None:
+        if card.state == "awaiting_approval":
+            self.status.parked()
+        elif card.state == "handed_back":
+            self.status.paused()
+        else:
             self.status.clear()
 
     def _settle(self, turn_id: str, version: int) -> None:

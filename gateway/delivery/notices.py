@@ -99,7 +99,7 @@ class NoticePosting:
         entry = f"approval:{notice.approval_id}"
         self.ledger.set_note(_request_note(notice.approval_id), notice.model_dump_json())
         self._post(entry, approval_card.approval_request(notice, self.session))
-        self.status.clear()  # nothing runs while a person decides
+        self.status.parked()  # nothing runs while a person decides
 
     def _approval_decided(self, notice_id: str, notice: ApprovalDecidedNotice) -> None:
         entry = f"approval:{notice.approval_id}"

@@ -264,7 +264,10 @@ def _find_button(
 def _current_statuses(history: list[dict[str, Any]]) -> dict[str, str]:
     latest: dict[str, str] = {}
     for entry in history:
-        latest[f"{entry.get('channel_id')}:{entry.get('thread_ts')}"] = entry.get("status") or ""
+        status, loading = entry.get("status") or "", entry.get("loading_messages") or []
+        latest[f"{entry.get('channel_id')}:{entry.get('thread_ts')}"] = (
+            f"{status} · {loading[0]}" if status and loading else status
+        )
     return {key: status for key, status in latest.items() if status}
 
 

@@ -34,3 +34,13 @@ class UserInput(BaseModel):
         # Origin keeps kind-specific fields as pydantic extras, which only validation accepts.
         origin = Origin.model_validate({"kind": "user", "user": self.user, "ts": self.ts})
         return Message(role="user", content=[TextPart(text=f"<@{self.user}>: {self.text}")], origin=origin)
+
+
+def said_text(message: Message) -> str | None:
+    """What a person wrote, without the author prefix `to_message` adds; None when the message
+    is not a person's input (a skill's prompt, a sub-agent's answer, a summary)."""
+    origin = message.origin
+    user = (origin.model_extra or {}).get("user") if origin is not None else None
+    if origin is None or origin.kind != "user" or not user:
+        return None
+    return message.text().removeprefix(f"<@{user}>: ")

@@ -92,7 +92,8 @@ def test_the_working_status_is_set_while_running_and_cleared_at_the_end(stack, f
     assert fake_slack.state.statuses[earlier] == {
         "channel_id": key.channel,
         "thread_ts": key.thread_ts,
-        "status": "is running shell…",
+        "status": "is working…",
+        "loading_messages": ["Running shell…"],
     }
     post(redis, key, AnswerNotice(turn_id="t1", text="built"))
     post(redis, key, snapshot("done", [("shell", "make", "done")], at=3))

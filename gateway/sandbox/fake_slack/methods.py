@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from gateway.sandbox.fake_slack import agent_sessions
 from gateway.sandbox.fake_slack.state import (
     BOT_ID,
     BOT_USER_ID,
@@ -39,8 +40,16 @@ class SlackMethods:
     """The methods threadline calls. `base_url` is where the fake serves (permalinks, uploads);
     `socket_mode_url` starts the Socket Mode server on first use and says where it listens."""
 
-    def __init__(self, state: SlackState, *, base_url: str, socket_mode_url: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        state: SlackState,
+        *,
+        base_url: str,
+        socket_mode_url: Callable[[], str],
+        bot_events: Callable[[], list[str]],
+    ) -> None:
         self.state = state
+        self.bot_events = bot_events
         self.base_url = base_url
         self.socket_mode_url = socket_mode_url
         self._by_name: dict[str, Method] = {
@@ -56,7 +65,9 @@ class SlackMethods:
             "chat.getPermalink": self.permalink,
             "conversations.replies": self.replies,
             "conversations.history": self.history,
-            "assistant.threads.setStatus": self.set_status,
+            "assistant.threads.setStatus": lambda args: agent_sessions.set_thread_status(state, args),
+            "agents.sessions.setStatus": lambda args: agent_sessions.set_status(state, args, bot_events()),
+            "agents.sessions.rename": lambda args: agent_sessions.rename(state, args),
             "reactions.add": self.react,
             "reactions.remove": self.unreact,
             "files.getUploadURLExternal": self.upload_url,
@@ -203,14 +214,6 @@ class SlackMethods:
         messages = self.state.channel_messages(channel)
         top_level = [m for m in messages if m.get("thread_ts") in (None, m["ts"])]
         return {"messages": list(reversed(top_level)), "has_more": False}
-
-    def set_status(self, args: Args) -> Answer:
-        _required(args, "channel_id"), _required(args, "thread_ts")
-        if "status" not in args:
-            raise SlackError("invalid_arguments:status")
-        with self.state.lock:
-            self.state.statuses.append({k: args.get(k) for k in ("channel_id", "thread_ts", "status")})
-        return {}
 
     # -- reactions -----------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
 from agent.testing import LocalServer, QuietHandler
-from gateway.manifest import BOT_SCOPES
+from gateway.manifest import BOT_EVENTS, BOT_SCOPES
+from gateway.sandbox.fake_slack import agent_sessions
 from gateway.sandbox.fake_slack.methods import SlackMethods
 from gateway.sandbox.fake_slack.state import BOT_USER_ID, Call, Fault, Message, SlackError, SlackState
 from gateway.sandbox.fake_socket_mode import FakeSocketMode
@@ -34,7 +35,10 @@ class FakeSlack:
         self.state = SlackState(bot_token=bot_token)
         self._server = LocalServer(_handler_for(self), "fake-slack", host, port)
         self.methods = SlackMethods(
-            self.state, base_url=self.url, socket_mode_url=lambda: self.socket_mode.url
+            self.state,
+            base_url=self.url,
+            socket_mode_url=lambda: self.socket_mode.url,
+            bot_events=self._bot_events,
         )
         self._socket_mode: FakeSocketMode | None = None
 
@@ -134,11 +138,19 @@ class FakeSlack:
             body = {"ok": True, **self.methods.call(method, args, token)}
         except SlackError as error:
             self.state.record_call(method, args, error.error)
-            return error.status, {"ok": False, "error": error.error}, {}
+            return error.status, {"ok": False, "error": error.error, **error.extra}, {}
         self.state.record_call(method, args, "ok")
         if fault is not None:
             time.sleep(fault.delay_s)
         return 200, body, {"x-oauth-scopes": ",".join(self._granted_scopes())}
+
+    def session_statuses(self, channel: str, thread_ts: str) -> list[str]:
+        """Every status the thread's agent session was set to, in order."""
+        return agent_sessions.statuses_of(self.state, channel, thread_ts)
+
+    def _bot_events(self) -> list[str]:
+        events = self.state.bot_events
+        return list(BOT_EVENTS) if events is None else events
 
     def _granted_scopes(self) -> list[str]:
         granted = self.state.granted_scopes

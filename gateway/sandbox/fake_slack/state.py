@@ -31,12 +31,14 @@ Message = dict[str, Any]
 
 
 class SlackError(Exception):
-    """A Web API error: answered as `{"ok": false, "error": error}` with HTTP `status`."""
+    """A Web API error: answered as `{"ok": false, "error": error, **extra}` with HTTP `status`
+    (`extra` as Slack adds it, e.g. `response_metadata.messages` naming the argument at fault)."""
 
-    def __init__(self, error: str, status: int = 200) -> None:
+    def __init__(self, error: str, status: int = 200, extra: dict[str, Any] | None = None) -> None:
         super().__init__(error)
         self.error = error
         self.status = status
+        self.extra = extra or {}
 
 
 @dataclass
@@ -72,6 +74,10 @@ class SlackState:
     messages: dict[str, dict[str, Message]] = field(default_factory=dict)  # channel → ts → message
     ephemeral: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    # "channel:thread_ts" → an agent session: its status, title, initiator and every status set.
+    agent_sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # False: the app is not an agent (no `agent_view` in its manifest); agents.sessions.* refuse.
+    agent_view: bool = True
     responses: list[dict[str, Any]] = field(default_factory=list)  # posts to response_url
     uploads: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
@@ -90,6 +96,8 @@ class SlackState:
     # The bot token's scopes, sent as Slack does in `x-oauth-scopes` on every answer; None: what
     # threadline's manifest asks for (the app installed as `threadline manifest` describes it).
     granted_scopes: list[str] | None = None
+    # The bot events the app subscribes to; None: what threadline's manifest subscribes.
+    bot_events: list[str] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     _clock: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 

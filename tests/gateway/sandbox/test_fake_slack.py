@@ -155,3 +155,57 @@ def test_reactions_keep_slacks_shape_and_error_codes(fake_slack, client):
     client.reactions_remove(channel="C1", timestamp=ts, name="eyes")
     assert "reactions" not in next(m for m in fake_slack.thread("C1", ts) if m["ts"] == ts)
     assert error_of(lambda: client.reactions_remove(channel="C1", timestamp=ts, name="eyes")) == "no_reaction"
+
+
+def test_agent_sessions_take_slacks_statuses_and_answer_with_its_error_codes(fake_slack, client):
+    root = thread(fake_slack)
+    assert error_of(lambda: client.agents_sessions_rename(channel_id="C1", thread_ts=root, title="t")) == (
+        "session_not_found"
+    )
+    with pytest.raises(SlackApiError) as raised:
+        client.agents_sessions_setStatus(channel_id="C1", thread_ts=root, status="is thinking…")
+    assert raised.value.response["error"] == "invalid_arguments"
+    assert "json-pointer:/status" in raised.value.response["response_metadata"]["messages"][0]
+    too_long = "t" * 201
+    assert (
+        error_of(
+            lambda: client.agents_sessions_setStatus(
+                channel_id="C1", thread_ts=root, status="processing", title=too_long
+            )
+        )
+        == "invalid_arguments"
+    )
+    answer = client.agents_sessions_setStatus(
+        channel_id="C1", thread_ts=root, status="processing", title="Fix it"
+    )
+    assert answer["agent_status"] == "processing" and "response_metadata" not in answer.data
+    client.agents_sessions_rename(channel_id="C1", thread_ts=root, title="Renamed")
+    client.agents_sessions_setStatus(channel_id="C1", thread_ts=root, status="active", title="ignored")
+    assert fake_slack.session_statuses("C1", root) == ["processing", "active"]
+    assert fake_slack.state.agent_sessions[f"C1:{root}"]["title"] == "Renamed"
+
+
+def test_an_app_that_is_not_an_agent_or_lacks_the_stop_event_hears_so(fake_slack, client):
+    root = thread(fake_slack)
+    fake_slack.state.bot_events = ["app_mention"]
+    warned = client.agents_sessions_setStatus(channel_id="C1", thread_ts=root, status="processing")
+    assert warned["response_metadata"]["warnings"] == ["missing_agent_session_stopped_event_subscription"]
+    fake_slack.state.agent_view = False
+    assert (
+        error_of(lambda: client.agents_sessions_setStatus(channel_id="C1", thread_ts=root, status="active"))
+        == "not_agent_app"
+    )
+
+
+def test_the_status_line_takes_at_most_ten_loading_messages(fake_slack, client):
+    root = thread(fake_slack)
+    eleven = [f"step {i}" for i in range(11)]
+    set_status = client.assistant_threads_setStatus
+    assert (
+        error_of(
+            lambda: set_status(channel_id="C1", thread_ts=root, status="is working…", loading_messages=eleven)
+        )
+        == "invalid_arguments"
+    )
+    set_status(channel_id="C1", thread_ts=root, status="is working…", loading_messages=["Running shell…"])
+    assert fake_slack.state.statuses[-1]["loading_messages"] == ["Running shell…"]
