@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,12 +22,18 @@ from tests.unattended import UNATTENDED
 REQUESTED_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
-def _database_nobody_else_uses(url: str, worker: int) -> str:
-    """The requested database (for pytest-xdist's worker N, the N-th free one counting down).
+CLAIM_KEY = "threadline-tests:claim:db{}"  # in database 0: the databases handed out are flushed
+CLAIM_TTL_S = 4 * 3600  # a run killed before it let go blocks its database no longer than this
+
+
+def _database_nobody_else_uses(url: str) -> str:
+    """The requested database, or the highest-numbered one free, claimed for this process.
 
     Skips databases other clients are connected to: a worker left running by an earlier,
     killed test run keeps blocking on `turns` in the database it was given, even after a
-    flush, and would steal this run's jobs.
+    flush, and would steal this run's jobs. Two runs (or two pytest-xdist workers) starting
+    at once would both see the same database free, so each takes its database with a SET NX
+    claim that it gives back at exit; a claim whose process is gone is taken over.
     """
     client = Redis.from_url(url)
     try:
@@ -34,19 +41,41 @@ def _database_nobody_else_uses(url: str, worker: int) -> str:
         busy = {int(c["db"]) for c in client.client_list() if int(c["id"]) != mine}
         requested = int(client.connection_pool.connection_kwargs.get("db", 0))
     except Exception:  # no server yet: the `redis` fixture says so plainly
-        return url
-    finally:
         client.close()
-    free = [db for db in dict.fromkeys((requested, *range(15, 0, -1))) if db not in busy]
-    if len(free) <= worker:
-        raise pytest.UsageError(f"not enough databases of {url} without other clients; set TEST_REDIS_URL")
-    if free[worker] != requested and worker == 0:
-        print(f"\nRedis database {requested} has other clients (a stray worker?): using {free[0]}")
-    return urlsplit(url)._replace(path=f"/{free[worker]}").geturl()
+        return url
+    claims = Redis.from_url(urlsplit(url)._replace(path="/0").geturl())
+    for db in dict.fromkeys((requested, *range(15, 0, -1))):
+        if db not in busy and _claim(claims, db):
+            if db != requested:
+                print(f"\nRedis database {requested} is taken (another run, or a stray worker): using {db}")
+            return urlsplit(url)._replace(path=f"/{db}").geturl()
+    raise pytest.UsageError(f"not enough databases of {url} without other clients; set TEST_REDIS_URL")
 
 
-XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-TEST_REDIS_URL = _database_nobody_else_uses(REQUESTED_REDIS_URL, XDIST_WORKER)
+def _claim(claims: Redis, db: int) -> bool:
+    key, me = CLAIM_KEY.format(db), str(os.getpid())
+    holder = claims.get(key)
+    if holder is not None and _alive(int(holder)):
+        return False
+    if holder is not None:
+        claims.delete(key)  # its process is gone: the claim is stale
+    if not claims.set(key, me, nx=True, ex=CLAIM_TTL_S):
+        return False
+    atexit.register(lambda: claims.get(key) == me.encode() and claims.delete(key))
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+TEST_REDIS_URL = _database_nobody_else_uses(REQUESTED_REDIS_URL)
 
 
 @pytest.fixture
