@@ -10,13 +10,17 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from agent.messages import Message, Origin, TextPart
+from jobs.mentions import person
 
 
 class UserInput(BaseModel):
     """One Slack message that becomes one user message of the session.
 
     `message`, when given, is the message itself (a skill a person invoked, a sub-agent's
-    answer), delivered as it is instead of the author-prefixed text.
+    answer), delivered as it is instead of the author-prefixed text. `author_name` is the
+    author's display name when Slack gave one (`text` already shows the people it mentions by
+    name, jobs.mentions); `thread_context` the earlier messages of the thread, quoted, when this
+    input started a session in the middle of one (gateway.thread_context).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -26,11 +30,16 @@ class UserInput(BaseModel):
     ts: str
     event_id: str | None = None
     message: Message | None = None
+    author_name: str | None = None
+    thread_context: str | None = None
 
     def to_message(self) -> Message:
         if self.message is not None:
             return self.message
-        # The author is named in Slack's own syntax, so the model can address them in its answer.
+        # The author by name with their id, so the model knows who asked and can mention them.
         # Origin keeps kind-specific fields as pydantic extras, which only validation accepts.
         origin = Origin.model_validate({"kind": "user", "user": self.user, "ts": self.ts})
-        return Message(role="user", content=[TextPart(text=f"<@{self.user}>: {self.text}")], origin=origin)
+        said = f"{person(self.user, self.author_name)}: {self.text}"
+        if self.thread_context:
+            said = f"{self.thread_context}\n\n{said}"
+        return Message(role="user", content=[TextPart(text=said)], origin=origin)
