@@ -2,7 +2,8 @@
 
 The model reads people by name (jobs.mentions). A name is looked up once per person per
 `NAME_CACHE_TTL_S` for every web process (gateway.authz stores the name too when it asks
-`users.info` about an author), so a message from someone already seen costs one Redis read.
+`users.info` about an author), so a message from someone already seen costs one Redis read;
+someone with no name is cached as "" and not asked again either.
 The lookups happen before Slack gets its answer, so they are bounded: a short timeout per
 call, a deadline for all of them, at most `MAX_LOOKUPS` at once; a person not named in time
 stays an id (`<@U123>`) and is named next time.
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 NAME_CACHE_TTL_S = 3600  # a renamed person shows by the old name for an hour at most
 MAX_LOOKUPS = 16  # users.info calls for one message; a thread of more new people names the rest later
-PARALLEL_LOOKUPS = 8  # Slack's Tier 4 allows 100+/min; 8 at once keeps 16 names near two round trips
+PARALLEL_LOOKUPS = 16  # users.info is Tier 4 (100+ a minute): all of one message's lookups in one round trip
 PERSON_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")  # bots (B…) have no users.info
 
 
@@ -46,10 +47,8 @@ def display_name(info: Mapping[str, Any]) -> str:
 
 
 def remember_name(redis: Redis, team: str, user: str, info: Mapping[str, Any]) -> None:
-    """Keep the name from a users.info answer someone else asked for (gateway.authz)."""
-    name = display_name(info)
-    if name:
-        redis.set(user_name_cache_key(team, user), name, ex=NAME_CACHE_TTL_S)
+    """Keep the name from a users.info answer, "" for a person without one (not asked again)."""
+    redis.set(user_name_cache_key(team, user), display_name(info), ex=NAME_CACHE_TTL_S)
 
 
 class People:
@@ -65,9 +64,11 @@ class People:
         ids = [user for user in dict.fromkeys(users) if PERSON_ID.match(user)]
         if not ids:
             return {}
-        cached = self.redis.mget([user_name_cache_key(team, user) for user in ids])
-        found = {user: text(name) for user, name in zip(ids, cached, strict=True) if name}
-        missing = [user for user in ids if user not in found][:MAX_LOOKUPS]
+        cached = dict(
+            zip(ids, self.redis.mget([user_name_cache_key(team, user) for user in ids]), strict=True)
+        )
+        found = {user: text(name) for user, name in cached.items() if name}
+        missing = [user for user in ids if cached[user] is None][:MAX_LOOKUPS]
         if missing and time.monotonic() < deadline:
             found.update(self._look_up(team, missing, deadline))
         return found

@@ -41,7 +41,8 @@ READ_TIMEOUT_S = 1  # one call in the listener (whole seconds, slack_sdk's type)
 PAGE_SIZE = 200  # Slack's advice for conversations.replies; one call covers nearly every thread
 MAX_PAGES = 5  # past 1,000 messages the newest are not reached: said so rather than waited for
 MESSAGE_CHARS = 4000  # one pasted log must not take the whole token bound
-SHOWN_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "bot_message", "me_message"})
+# What gateway.listeners.messages takes as input; joins, topic changes and the like are not context.
+SHOWN_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "bot_message"})
 OPEN, CLOSE = "<thread_history>", "</thread_history>"
 QUOTE_MARK = "> "
 _MARKUP = re.compile(r"<([^<>\n]*)>")
