@@ -110,7 +110,7 @@ def _earlier(message: Mapping[str, Any], before_ts: str) -> Earlier | None:
     ts, text = message.get("ts"), message.get("text")
     if (
         not isinstance(ts, str)
-        or float(ts) >= float(before_ts)
+        or not _earlier_ts(ts, before_ts)
         or message.get("subtype") not in SHOWN_SUBTYPES
     ):
         return None
@@ -126,6 +126,19 @@ def _earlier(message: Mapping[str, Any], before_ts: str) -> Earlier | None:
     return Earlier(
         ts, author, text, str(bot_name or "a bot") if is_bot else None, bool(message.get("edited"))
     )
+
+
+def _earlier_ts(ts: str, before_ts: str) -> bool:
+    """`ts` is before `before_ts`, compared as Slack's seconds.sequence, not as a float."""
+    try:
+        return _ts_key(ts) < _ts_key(before_ts)
+    except ValueError:
+        return False  # not a ts: nothing to place in the thread
+
+
+def _ts_key(ts: str) -> tuple[int, int]:
+    seconds, _, sequence = ts.partition(".")
+    return int(seconds), int(sequence.ljust(6, "0"))
 
 
 def _files(message: Mapping[str, Any]) -> str:
