@@ -66,9 +66,9 @@ class ThreadRead:
 
     @property
     def people(self) -> list[str]:
-        """Everyone the messages name, as authors or in their text."""
-        ids = [m.author for m in self.messages]
-        return [*ids, *(user for m in self.messages for user in mentioned_ids(m.text))]
+        """Everyone the messages name, as authors or in their text, newest first: the newest
+        messages are the ones kept when the thread is long, so they are named first."""
+        return [user for m in reversed(self.messages) for user in (m.author, *mentioned_ids(m.text))]
 
 
 def read_earlier(

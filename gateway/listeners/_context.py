@@ -34,6 +34,8 @@ class Said(Protocol):
 
 
 def as_input(deps: Deps, said: Said) -> UserInput:
+    """The input the session records: people by name, the thread so far when this starts the
+    session mid-thread. Slack's reads here share one budget (gateway.thread_context)."""
     deadline = time.monotonic() + READ_BUDGET_S
     earlier = _earlier(deps, said, deadline) if _starts_mid_thread(deps, said) else None
     people = [said.user, *mentioned_ids(said.text), *(earlier.people if earlier else [])]
