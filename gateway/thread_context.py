@@ -63,6 +63,7 @@ class Earlier:
 class ThreadRead:
     messages: list[Earlier]  # oldest first, all before the mention
     problem: str | None = None  # why the thread could not be read
+    unread_newer: bool = False  # over MAX_PAGES pages: the messages after those were not read
 
     @property
     def people(self) -> list[str]:
@@ -72,13 +73,18 @@ class ThreadRead:
 
 
 def read_earlier(
-    client: WebClient, channel: str, thread_ts: str, before_ts: str, deadline: float
+    client: WebClient,
+    channel: str,
+    thread_ts: str,
+    before_ts: str,
+    deadline: float,
+    max_pages: int = MAX_PAGES,
 ) -> ThreadRead:
     """The thread's messages before `before_ts`, as far as Slack answers by `deadline`."""
     raw: list[Mapping[str, Any]] = []
     cursor = None
     try:
-        for _ in range(MAX_PAGES):
+        for _ in range(max_pages):
             page = client.conversations_replies(
                 channel=channel,
                 ts=thread_ts,
@@ -93,11 +99,17 @@ def read_earlier(
                 break
             if time.monotonic() >= deadline:
                 return ThreadRead([], "Slack did not give the whole thread in time")
+        else:
+            return ThreadRead(_shown(raw, before_ts), unread_newer=True)
     except SlackApiError as error:
         return _unread(channel, str(error.response.get("error")))
     except OSError as error:  # a timeout or a dropped connection
         return _unread(channel, f"Slack did not answer ({type(error).__name__})")
-    return ThreadRead([e for m in raw if (e := _earlier(m, before_ts)) is not None])
+    return ThreadRead(_shown(raw, before_ts))
+
+
+def _shown(raw: list[Mapping[str, Any]], before_ts: str) -> list[Earlier]:
+    return [earlier for message in raw if (earlier := _earlier(message, before_ts)) is not None]
 
 
 def _unread(channel: str, why: str) -> ThreadRead:
@@ -166,7 +178,12 @@ def render(
         return (
             f"[Earlier in this Slack thread, before you were mentioned: {left_out} message(s), none shown.]"
         )
-    return "\n".join([_header(len(kept), left_out), OPEN, *kept, CLOSE])
+    header = _header(len(kept), left_out)
+    if read.unread_newer:
+        header += (
+            f" Only the first {len(quoted):,} messages of this long thread were read; later ones are missing."
+        )
+    return "\n".join([header, OPEN, *kept, CLOSE])
 
 
 def _newest_within(quoted: Sequence[str], max_messages: int, max_tokens: int) -> list[str]:

@@ -12,7 +12,7 @@ from gateway.sandbox.fake_slack import BOT_USER_ID, Fault
 from gateway.sandbox.fake_slack.state import BOT_ID
 from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
-from gateway.thread_context import CLOSE, MESSAGE_CHARS, OPEN
+from gateway.thread_context import CLOSE, MESSAGE_CHARS, OPEN, PAGE_SIZE, read_earlier, render
 from jobs.control import submit_input
 from jobs.keys import SessionKey, user_name_cache_key
 from jobs.session.user_input import UserInput
@@ -164,3 +164,18 @@ def test_names_are_cached_for_every_process_and_authz_lookups_fill_the_cache(red
 
 def _ts(fake_slack, root: dict, index: int) -> str:
     return fake_slack.thread(CHANNEL, root["ts"])[index]["ts"]
+
+
+def test_a_thread_longer_than_the_pages_read_says_its_later_messages_are_missing(fake_slack):
+    root = post(fake_slack, None, "start", user="W333")
+    for n in range(PAGE_SIZE + 5):
+        post(fake_slack, root, f"note {n}")
+    said = mention(fake_slack, root, "catch me up")
+    client = web_client(Settings(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake_slack.api_url))
+
+    read = read_earlier(client, CHANNEL, root["ts"], said.ts, time.monotonic() + 5, max_pages=1)
+
+    assert read.unread_newer and len(read.messages) == PAGE_SIZE
+    shown = render(read, {}, agent_user=BOT_USER_ID, max_messages=1000, max_tokens=100_000)
+    assert shown is not None and f"Only the first {PAGE_SIZE} messages" in shown and "note 198" in shown
+    assert "note 199" not in shown
