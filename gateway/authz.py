@@ -25,6 +25,7 @@ from redis import Redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from gateway.people import remember_name
 from jobs.keys import SessionKey, channel_members_cache_key, user_kind_cache_key, usergroup_cache_key
 from jobs.redis_text import text
 from jobs.session.store import SessionStore
@@ -110,7 +111,10 @@ class Authz:
             log.warning("could not look up user %s of %s: %s", user, team, error.response.get("error"))
             return None
         kind = _kind(info, team)
-        self.redis.set(cache_key, kind, ex=USER_CACHE_TTL_S)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(cache_key, kind, ex=USER_CACHE_TTL_S)
+        remember_name(pipe, team, user, info)  # the model reads the author by it (gateway.people)
+        pipe.execute()
         return kind
 
     def may_act(self, key: SessionKey, user: str) -> bool:

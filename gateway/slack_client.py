@@ -60,7 +60,9 @@ class SummarisingWebClient(WebClient):
         raise SlackCallError(api_method, _summarised(failed))
 
 
-def web_client(settings: Settings, *, retry_handlers: list[RetryHandler] | None = None) -> WebClient:
+def web_client(
+    settings: Settings, *, retry_handlers: list[RetryHandler] | None = None, timeout: int | None = None
+) -> WebClient:
     handlers = retry_handlers
     if handlers is None:
         handlers = [
@@ -70,7 +72,7 @@ def web_client(settings: Settings, *, retry_handlers: list[RetryHandler] | None 
     return SummarisingWebClient(
         token=settings.SLACK_BOT_TOKEN,
         base_url=settings.SLACK_API_URL,
-        timeout=settings.SLACK_TIMEOUT_SECONDS,
+        timeout=settings.SLACK_TIMEOUT_SECONDS if timeout is None else timeout,
         retry_handlers=handlers,
         logger=_SDK_LOG,
     )

@@ -404,6 +404,11 @@ def storage_key(host: str, pid: int) -> str:
     return f"{PREFIX}:storage:{host}:{pid}"
 
 
+def user_name_cache_key(team: str, user: str) -> str:
+    """String: the name a person is shown by to the model, from users.info (gateway.people)."""
+    return f"{PREFIX}:username:{team}:{user}"
+
+
 def user_kind_cache_key(team: str, user: str) -> str:
     """String: what a person is in this workspace, `member`, `guest` or `external`, from users.info
     (gateway.authz)."""

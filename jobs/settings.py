@@ -85,6 +85,8 @@ EXPECTED: dict[str, str] = {
     "WORKER_DRAIN_SECONDS": "how long a stopping worker lets running tools finish before handing turns back",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR: the least severe log lines every process writes",
     "LOG_FORMAT": "text (a line for people, fields as key=value) or json (one object per line)",
+    "THREAD_CONTEXT_MESSAGES": "earlier thread messages a mid-thread mention shows the model (0: none)",
+    "THREAD_CONTEXT_TOKENS": "estimated tokens those earlier thread messages may take at most",
     # -- quotas (jobs/quotas.py); 0 turns one off --
     "QUOTA_MENTIONS_PER_USER_PER_MINUTE": "messages one person may give the agent per minute (0: no limit)",
     "QUOTA_MENTIONS_PER_CHANNEL_PER_MINUTE": "messages a channel may give the agent per minute (0: no limit)",
@@ -184,6 +186,12 @@ class Settings(BaseSettings):
     # Every line names its team, channel, thread, turn and job (jobs.log_context, gateway/processes/logs.py).
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     LOG_FORMAT: Literal["text", "json"] = "text"
+
+    # -- the thread as context (gateway/thread_context.py): a mention mid-thread shows the model
+    # the thread's earlier messages, newest kept. 50 messages covers nearly every real thread;
+    # 8,000 tokens is a few percent of a model's window, so a long thread never crowds the work.
+    THREAD_CONTEXT_MESSAGES: int = Field(default=50, ge=0, le=1000)
+    THREAD_CONTEXT_TOKENS: int = Field(default=8000, ge=0)
 
     # -- quotas (jobs/quotas.py): what one person, channel, bot or prompt may make the agent do.
     # A person typing fast sends a few messages a minute; 10 leaves room for that and stops a

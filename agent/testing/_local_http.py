@@ -15,11 +15,18 @@ class QuietHandler(BaseHTTPRequestHandler):
         return
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a client opening more connections at once (a
+    # listener looking up ten names in parallel) had SYNs dropped and waited 1 s to resend,
+    # which no real API makes anyone do.
+    request_queue_size = 128
+
+
 class LocalServer:
     def __init__(self, handler: type[BaseHTTPRequestHandler], name: str, host: str = "127.0.0.1",
                  port: int = 0) -> None:  # fmt: skip
         self.name = name
-        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server = _Server((host, port), handler)
         self._server.daemon_threads = True
 
     @property

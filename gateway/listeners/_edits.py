@@ -10,6 +10,7 @@ no session to tell yet.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,8 +19,10 @@ from slack_bolt import BoltContext
 from gateway import payload
 from gateway.deps import Deps
 from gateway.listeners._inbound import tell
+from gateway.thread_context import READ_BUDGET_S
 from gateway.threads import session_key_for, strip_bot_mention
 from jobs.keys import SessionKey
+from jobs.mentions import for_model, mentioned_ids
 from jobs.queues import schedule_delivery
 from jobs.session.dedupe import claim, delivery_keys, release
 from jobs.session.early import change_held
@@ -51,6 +54,8 @@ def on_changed(deps: Deps, body: Mapping[str, Any], event: Mapping[str, Any], co
     key = session_key_for(payload.team_id(body, context.team_id), payload.text(event, "channel"), message)
     user = payload.text(message, "user")
     text = strip_bot_mention(new_text, context.bot_user_id)
+    # People by name, as in the text it replaces (gateway.listeners._context).
+    text = for_model(text, deps.people.names(key.team, mentioned_ids(text), time.monotonic() + READ_BUDGET_S))
     if _changed_held(deps, key, ts, text):
         return
     _apply(deps, body, event, key, lambda store: change_of(store, ts, text=text), user, EDITED, EDIT_TOO_LATE)

@@ -20,6 +20,7 @@ from slack_bolt import BoltContext
 from slack_sdk.errors import SlackApiError
 
 from gateway.deps import Deps
+from gateway.listeners._context import as_input
 from gateway.listeners._controls import act, thread_word
 from gateway.listeners._skill_words import skill_request, use_skill
 from jobs.input import WithoutSession, record_input
@@ -29,7 +30,6 @@ from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.reactions import mark_seen
 from jobs.session.state import PARKED_STATES, session_exists
 from jobs.session.store import SessionStore
-from jobs.session.user_input import UserInput
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class SlackInput:
     addressed: bool
     mentions_agent: bool = False
     user_team: str | None = None  # the author's workspace when Slack says (Slack Connect)
+    agent_user: str | None = None  # the bot's own user id: its earlier posts in the thread are labelled
 
 
 def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
@@ -95,7 +96,7 @@ def _outsider(deps: Deps, said: SlackInput) -> str | None:
 def _record(deps: Deps, said: SlackInput) -> str:
     """The mention's hot path: dedupe, quotas, input, turn and job in one round trip (jobs.input)."""
     by_bot = said.user in deps.settings.allowed_bots
-    user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
+    user_input = as_input(deps, said)
     recorded = record_input(
         deps.redis,
         said.key,

@@ -30,5 +30,6 @@ def register(app: App, deps: Deps) -> None:
             event_id=payload.optional_text(body, "event_id"),
             addressed=True,
             user_team=payload.optional_text(event, "user_team"),
+            agent_user=context.bot_user_id,
         )
         log.info("mention %s in %s → %s", body.get("event_id"), said.key, take(deps, said))

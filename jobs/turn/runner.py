@@ -34,6 +34,7 @@ from jobs.delegation.tree_cards import CardReporter, stored_card
 from jobs.delegation.waits import ParkedWait, StepWaits
 from jobs.keys import SessionKey, cancel_key
 from jobs.log_context import bound
+from jobs.mentions import for_slack
 from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.session.approvals import ApprovalStore, waited_text
 from jobs.session.history import load_fold
@@ -302,7 +303,10 @@ class TurnRunner:
     def _closing_notices(self, outcome: TurnOutcome, by: str | None) -> list[Notice]:
         turn = self.turn_id
         if outcome.reason == "completed":
-            return [AnswerNotice(turn_id=turn, text=outcome.answer or "(the model gave no answer)")]
+            # A copied `@Dana (U123)` posts as a real mention (jobs.mentions).
+            return [
+                AnswerNotice(turn_id=turn, text=for_slack(outcome.answer or "(the model gave no answer)"))
+            ]
         if outcome.reason == "cancelled":
             who = f" by <@{by}>" if by else ""
             return [CancelledNotice(turn_id=turn, by=by, text=f"Stopped{who}. `!resume` continues.")]

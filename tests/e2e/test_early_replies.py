@@ -117,10 +117,13 @@ def test_the_message_twin_of_a_first_mention_in_a_reply_still_starts_the_session
     stack.send_event(mention("can you look?", ts=ask["ts"], thread_ts=root["ts"]))
 
     assert answered(fake_slack, root["ts"], 1) == ["looking"]
-    assert user_turns(fake_llm) == [["<@W222>: can you look?"]]
+    [[context, request]] = user_turns(fake_llm)  # the thread so far, quoted, then the mention
+    assert "> the build is red" in context and request == "<@W222>: can you look?"
 
 
-def test_talk_before_a_mid_thread_mention_stays_between_people(stack, fake_slack, fake_llm):
+def test_talk_before_a_mid_thread_mention_is_quoted_context_and_what_follows_is_input(
+    stack, fake_slack, fake_llm
+):
     root = fake_slack.add_user_message("C111", "the build is red", user="W333")
     before = typed(fake_slack, root, "probably the cache", user="W333")
     ask = typed(fake_slack, root, f"<@{BOT_USER_ID}> can you look?")
@@ -132,7 +135,10 @@ def test_talk_before_a_mid_thread_mention_stays_between_people(stack, fake_slack
     stack.send_event(mention("can you look?", ts=ask["ts"], thread_ts=root["ts"]))
 
     answered(fake_slack, root["ts"], 1)
-    assert user_turns(fake_llm) == [["<@W222>: can you look?", "<@W222>: the job is 42"]]
+    [[context, *inputs]] = user_turns(fake_llm)
+    assert inputs == ["<@W222>: can you look?", "<@W222>: the job is 42"]
+    assert "> the build is red" in context and "> probably the cache" in context
+    assert "the job is 42" not in context  # written after the mention: input, not context
 
 
 def test_an_early_reply_edited_or_deleted_before_the_mention_counts_as_changed(stack, fake_slack, fake_llm):

@@ -45,20 +45,20 @@ def test_editing_a_waiting_message_changes_what_the_agent_reads(
     make_stack, fake_slack, fake_llm, gate, redis
 ):
     stack = make_stack(workers=2)
+    fake_slack.add_person("W333", display_name="Dana")
     key = busy_session(stack, fake_slack, fake_llm, gate)
     ts = follow_up(stack, fake_slack, key, "use port 8080")
     fake_llm.script(text("switched to 9090"))
-    stack.send_event(
-        message_changed("use port 9090", ts=ts, old_text="use port 8080", thread_ts=key.thread_ts)
-    )
+    edited = "use port 9090 as <@W333> said"
+    stack.send_event(message_changed(edited, ts=ts, old_text="use port 8080", thread_ts=key.thread_ts))
 
     note = "<@W222> edited a message before the agent read it; the agent will read the new version."
     wait_for(lambda: note in thread_texts(fake_slack, "C111", key.thread_ts), what="the edit notice")
-    assert [i.text for i in waiting(SessionStore(redis, key))] == ["use port 9090"]
+    assert [i.text for i in waiting(SessionStore(redis, key))] == ["use port 9090 as @Dana (W333) said"]
     gate.set()
     wait_for(lambda: "switched to 9090" in thread_texts(fake_slack, "C111", key.thread_ts), what="the answer")
     last_request = fake_llm.accepted()[-1]["messages"]
-    assert last_request[-1] == {"role": "user", "content": "<@W222>: use port 9090"}
+    assert last_request[-1] == {"role": "user", "content": "<@W222>: use port 9090 as @Dana (W333) said"}
     assert "8080" not in str([r["messages"] for r in fake_llm.accepted()])
 
 

@@ -121,6 +121,14 @@ class SlackMethods:
         with self.state.lock:
             declared = dict(self.state.users.get(user, {}))
         fields = {"is_restricted": False, "is_ultra_restricted": False, "team_id": TEAM_ID, **declared}
+        # Slack's name fields: `profile.display_name` (often empty), `profile.real_name` and
+        # `real_name` (the same), `name` (the username); a test declares them (add_person).
+        profile = {
+            "display_name": "",
+            "real_name": declared.get("real_name", ""),
+            **declared.get("profile", {}),
+        }
+        fields["profile"] = profile
         return {"user": {"id": user, "name": user.lower(), "deleted": False, "is_bot": False, **fields}}
 
     def members(self, args: Args) -> Answer:
@@ -203,8 +211,13 @@ class SlackMethods:
         if not messages:
             raise SlackError("thread_not_found")
         oldest = float(args.get("oldest") or 0)
-        # The parent comes first whatever `oldest` says, as in Slack.
-        shown = [m for m in messages if m["ts"] == ts or float(m["ts"]) >= oldest]
+        # The parent comes first whatever `oldest` says, as in Slack; `latest` bounds the rest
+        # (excluded unless `inclusive`, Slack's default).
+        latest = float(args.get("latest") or "inf")
+        inclusive = _truthy(args.get("inclusive"))
+        shown = [m for m in messages if m["ts"] == ts or oldest <= float(m["ts"]) < latest]
+        if inclusive:
+            shown += [m for m in messages if m["ts"] != ts and float(m["ts"]) == latest]
         if not _truthy(args.get("include_all_metadata")):
             shown = [{k: v for k, v in m.items() if k != "metadata"} for m in shown]
         return _page(shown, args)

@@ -105,6 +105,13 @@ class FakeSlack:
 
     # -- who is who ----------------------------------------------------------------------
 
+    def add_person(self, user: str, *, display_name: str = "", real_name: str = "") -> None:
+        """What users.info says `user` is called (Slack's `profile.display_name`, `real_name`)."""
+        with self.state.lock:
+            declared = self.state.users.setdefault(user, {})
+            declared["real_name"] = real_name
+            declared["profile"] = {"display_name": display_name, "real_name": real_name}
+
     def add_guest(self, user: str, *, single_channel: bool = False) -> None:
         """`user` is a guest of the workspace (multi-channel, or single-channel)."""
         kind = "is_ultra_restricted" if single_channel else "is_restricted"

@@ -50,6 +50,22 @@ def test_replies_are_paginated_with_a_cursor(fake_slack, client):
     assert [m["text"] for m in rest["messages"]] == ["m3", "m4"] and not rest["has_more"]
 
 
+def test_replies_stop_before_latest_unless_inclusive_and_the_parent_always_comes(fake_slack, client):
+    root = thread(fake_slack)
+    ts = [client.chat_postMessage(channel="C1", thread_ts=root, text=f"m{i}")["ts"] for i in range(3)]
+    before = client.conversations_replies(channel="C1", ts=root, latest=ts[1])["messages"]
+    upto = client.conversations_replies(channel="C1", ts=root, latest=ts[1], inclusive=True)["messages"]
+    assert [m["text"] for m in before] == ["root", "m0"] and [m["text"] for m in upto] == ["root", "m0", "m1"]
+
+
+def test_users_info_gives_the_names_a_test_declares_in_slacks_fields(fake_slack, client):
+    fake_slack.add_person("U2", display_name="dana", real_name="Dana Ito")
+    named, unnamed = client.users_info(user="U2")["user"], client.users_info(user="U3")["user"]
+    assert named["profile"] == {"display_name": "dana", "real_name": "Dana Ito"}
+    assert named["real_name"] == "Dana Ito" and named["name"] == "u2"
+    assert unnamed["profile"] == {"display_name": "", "real_name": ""}
+
+
 def test_content_limits_and_conflicts_use_slacks_error_codes(fake_slack, client):
     fake_slack.state.text_limit = 100
     assert error_of(lambda: client.chat_postMessage(channel="C1", text="x" * 101)) == "msg_too_long"
