@@ -20,6 +20,8 @@ from agent.redaction import MASK, redact_text, redact_url
 from agent.tools.builtin.http_policy import HttpGetPolicy
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
+# The conversation itself: LLM_EXTRA_BODY may add to a request, never replace what it says.
+RESERVED_BODY_FIELDS = frozenset({"messages", "tools", "stream"})
 
 # What each setting is, said once: used for "missing" and "invalid" lines alike.
 EXPECTED: dict[str, str] = {
@@ -38,6 +40,10 @@ EXPECTED: dict[str, str] = {
     "LLM_MODEL": "the model name to request, e.g. kimi-k2.6",
     "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
     "LLM_TIMEOUT_SECONDS": "how long to wait for the model's next bytes before retrying (seconds)",
+    "LLM_EXTRA_BODY": (
+        'a JSON object merged into every model request body, e.g. {"reasoning_effort": "high"}'
+        " (not messages, tools or stream)"
+    ),
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": (
@@ -119,6 +125,16 @@ class Settings(BaseSettings):
     LLM_MODEL: str | None = None
     LLM_CONTEXT_WINDOW: int = Field(default=128_000, gt=0)
     LLM_TIMEOUT_SECONDS: float = Field(default=300, gt=0)
+    # Provider-specific request fields (reasoning effort, thinking switches, output limits).
+    LLM_EXTRA_BODY: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("LLM_EXTRA_BODY")
+    @classmethod
+    def _extra_body_leaves_the_conversation_alone(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if RESERVED_BODY_FIELDS & set(value):
+            raise ValueError("sets a field threadline owns")
+        return value
+
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
