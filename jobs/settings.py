@@ -44,6 +44,9 @@ EXPECTED: dict[str, str] = {
         'a JSON object merged into every model request body, e.g. {"reasoning_effort": "high"}'
         " (not messages, tools or stream)"
     ),
+    "LLM_PRICE_INPUT": "US dollars per million input tokens not served from the provider's cache (≥ 0)",
+    "LLM_PRICE_OUTPUT": "US dollars per million output tokens (≥ 0)",
+    "LLM_PRICE_CACHED": "US dollars per million input tokens served from the cache (≥ 0; unset: as input)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": (
@@ -97,6 +100,8 @@ EXPECTED: dict[str, str] = {
     "QUOTA_SUBAGENTS_PER_TURN": "sub-agents one turn may start, swarm items included (≥ 1)",
     "QUOTA_SWARM_ITEMS_PER_CALL": "items one AgentSwarm call may have (1-128)",
     "QUOTA_SESSIONS_PER_USER": "sessions one person may have working at once (0: no limit)",
+    "BUDGET_TOKENS_PER_USER_PER_DAY": "model tokens one person's turns may use per UTC day (0: no limit)",
+    "BUDGET_TOKENS_PER_CHANNEL_PER_DAY": "model tokens one channel's turns may use per UTC day (0: no limit)",
 }
 
 
@@ -127,6 +132,10 @@ class Settings(BaseSettings):
     LLM_TIMEOUT_SECONDS: float = Field(default=300, gt=0)
     # Provider-specific request fields (reasoning effort, thinking switches, output limits).
     LLM_EXTRA_BODY: dict[str, Any] = Field(default_factory=dict)
+    # Prices turn the recorded usage into cost (jobs/usage.py); unset: tokens only.
+    LLM_PRICE_INPUT: float | None = Field(default=None, ge=0)
+    LLM_PRICE_OUTPUT: float | None = Field(default=None, ge=0)
+    LLM_PRICE_CACHED: float | None = Field(default=None, ge=0)
 
     @field_validator("LLM_EXTRA_BODY")
     @classmethod
@@ -214,6 +223,10 @@ class Settings(BaseSettings):
     # person's messages started: a person follows a few threads at a time; 5 stops a script from
     # occupying every worker, and a new request waits until one of theirs ends.
     QUOTA_SESSIONS_PER_USER: int = Field(default=5, ge=0)
+    # Daily token budgets (jobs/usage.py), off by default: what a team spends is its decision.
+    # Tokens rather than money, so they work with unpriced (local) models too.
+    BUDGET_TOKENS_PER_USER_PER_DAY: int = Field(default=0, ge=0)
+    BUDGET_TOKENS_PER_CHANNEL_PER_DAY: int = Field(default=0, ge=0)
 
     @property
     def operators(self) -> frozenset[str]:

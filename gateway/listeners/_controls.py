@@ -12,6 +12,7 @@ from gateway.deps import Deps
 from jobs import control
 from jobs.keys import SessionKey
 from jobs.session.state import session_exists
+from jobs.usage import prices
 
 Verb = Literal["cancel", "resume", "status", "compact"]
 
@@ -35,7 +36,7 @@ def act(deps: Deps, verb: Verb, key: SessionKey, user: str) -> str:
     if not session_exists(deps.redis, key):
         return NO_SESSION
     if verb == "status":
-        return describe(control.status(deps.redis, key))
+        return describe(control.status(deps.redis, key, prices(deps.settings)))
     if not deps.authz.may_act(key, user):
         return deps.authz.refusal(key)
     if verb == "cancel":
@@ -67,6 +68,8 @@ def describe(status: control.SessionStatus) -> str:
         parts.append(_count(status.pending_approvals, "call", "waiting for approval"))
     if status.last_turn_reason:
         parts.append(f"last turn: {status.last_turn_reason}")
+    if status.usage:
+        parts.append(f"model usage: {status.usage}")
     return " · ".join(parts) + "."
 
 

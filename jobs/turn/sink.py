@@ -1,4 +1,5 @@
-"""The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking."""
+"""The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking, and
+each step's model usage counted (jobs.usage) as its step.begin is written."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
+from agent.wire import AppendLoopEvent, StepBegin
 from jobs.keys import cancel_key
 from jobs.queues import schedule_approval_expiry, schedule_delivery
 from jobs.session.approvals import DEFAULT_APPROVAL_TIMEOUT_S, Approval, ApprovalStore
@@ -21,6 +23,7 @@ from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
 from jobs.session.store import UNFENCED, SessionStore
 from jobs.turn.summaries import full_arguments, short_arguments
+from jobs.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,14 +39,27 @@ class RedisTurnSink:
         turn_id: str,
         lease: Lease | None = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
+        meter: UsageMeter | None = None,
     ) -> None:
         self.store = store
         self.turn_id = turn_id
         self.lease = lease
         self.approval_timeout_s = approval_timeout_s
+        self.meter = meter
 
     def record(self, record: BaseModel, once_key: str) -> str:
-        return self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
+        record_id = self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
+        self._count_usage(record)
+        return record_id
+
+    def _count_usage(self, record: BaseModel) -> None:
+        """A step.begin carries what the model's answer cost: counted once (its uuid marks it)."""
+        if self.meter is None or not isinstance(record, AppendLoopEvent):
+            return
+        begin = record.event
+        if isinstance(begin, StepBegin) and begin.usage:
+            meter, usage = self.meter, begin.usage
+            self._retried(lambda: meter.count(begin.uuid, usage), f"the usage of {begin.uuid}")
 
     def take_input(self) -> list[tuple[Message, str]]:
         """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""
