@@ -114,6 +114,7 @@ class ApplyCompaction(_Record):
     dropped_count: int | None = None
     wire_start: str | None = None
     wire_end: str | None = None
+    usage: dict[str, Any] | None = None  # the summary request's, as on step.begin (jobs/usage.py counts it)
 
 
 class ToolResultPrune(_Record):

@@ -2,8 +2,9 @@
 person per UTC day, in Redis; prices (LLM_PRICE_*) turn tokens into dollars.
 
 A step's usage is on its `step.begin` record (agent/loop/turn_loop.py), written when the model
-answered; the turn's sink hands it here (`UsageMeter.count`), which adds it everywhere in one
-script, once per step whatever retries the record. The person charged is the one whose message
+answered, and a compaction's (its summary request) on its `context.apply_compaction`; the turn's
+sink, or the manual compaction job, hands it here (`UsageMeter.count`), which adds it everywhere
+in one script, once whatever retries the record. The person charged is the one whose message
 the turn answers (else the session's owner); a sub-agent's steps also count in its root
 session, so the thread's status shows everything its request cost. The daily hashes are what the
 budgets (BUDGET_TOKENS_PER_*_PER_DAY, jobs/quotas.py, checked by jobs/input.lua) read.
@@ -16,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
 from redis import Redis
 
 from agent.messages import Message
+from agent.wire import AppendLoopEvent, ApplyCompaction, StepBegin
 from jobs.keys import PREFIX, SessionKey, daily_usage_key, turn_usage_key, usage_key
 from jobs.lua import lua
 from jobs.redis_text import text
@@ -131,6 +134,16 @@ class UsageMeter:
         numbers = [_tokens(usage, name) for name in ("input_tokens", "output_tokens", "cached_tokens")]
         args = [step_uuid, *numbers, int(bool(usage.get("estimated"))), *(ttl for _, ttl in keyed)]
         return bool(lua(self.redis, _COUNT)(keys=[key for key, _ in keyed], args=args))
+
+
+def usage_to_count(record: BaseModel, once_key: str) -> tuple[str, Mapping[str, Any]] | None:
+    """The model usage a wire record carries and what it is counted under (once): a step.begin
+    under its step, a compaction (its summary request) under the record's idempotency key."""
+    if isinstance(record, AppendLoopEvent) and isinstance(record.event, StepBegin) and record.event.usage:
+        return record.event.uuid, record.event.usage
+    if isinstance(record, ApplyCompaction) and record.usage:
+        return f"compaction:{once_key}", record.usage
+    return None
 
 
 def charged_person(history: list[Message], owner: str | None) -> str | None:

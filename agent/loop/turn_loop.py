@@ -23,7 +23,7 @@ from agent.fold import HistoryFold
 from agent.loop._call_ids import normalize_call_ids, seen_call_ids
 from agent.loop._context_keeper import ContextKeeper, ContextTooLargeError
 from agent.loop._off_loop import over_messages
-from agent.loop._step_records import call_event, failed_outcome, model_failure_text, step_usage
+from agent.loop._step_records import call_event, failed_outcome, model_failure_text
 from agent.loop._stopping import TurnStopped, TurnStopping
 from agent.loop.parking import ApprovalCheck, approver_for
 from agent.loop.ports import (
@@ -47,7 +47,7 @@ from agent.model.errors import ContextOverflowError, ModelError, StructureReject
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
 from agent.projection.report import ProjectionReporter
-from agent.tokens import estimate_request_overhead
+from agent.tokens import answer_usage, estimate_request_overhead
 from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
@@ -173,7 +173,7 @@ class Loop:
         response, request = await self._ask(turn_id, step)
         step_uuid = f"{turn_id}-s{step}"
         calls = normalize_call_ids(response.message.tool_calls, self._seen_ids)
-        usage = step_usage(response, request, self.keeper.overhead)
+        usage = answer_usage(response, request, self.keeper.overhead)
         self._record_step(StepBegin(uuid=step_uuid, turn_id=turn_id, step=step, usage=usage), response, calls)
         if not calls:
             self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)

@@ -14,7 +14,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
-from agent.wire import AppendLoopEvent, StepBegin
 from jobs.keys import cancel_key
 from jobs.queues import schedule_approval_expiry, schedule_delivery
 from jobs.session.approvals import DEFAULT_APPROVAL_TIMEOUT_S, Approval, ApprovalStore
@@ -23,7 +22,7 @@ from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
 from jobs.session.store import UNFENCED, SessionStore
 from jobs.turn.summaries import full_arguments, short_arguments
-from jobs.usage import UsageMeter
+from jobs.usage import UsageMeter, usage_to_count
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,17 +48,16 @@ class RedisTurnSink:
 
     def record(self, record: BaseModel, once_key: str) -> str:
         record_id = self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
-        self._count_usage(record)
+        self._count_usage(record, once_key)
         return record_id
 
-    def _count_usage(self, record: BaseModel) -> None:
-        """A step.begin carries what the model's answer cost: counted once (its uuid marks it)."""
-        if self.meter is None or not isinstance(record, AppendLoopEvent):
+    def _count_usage(self, record: BaseModel, once_key: str) -> None:
+        """What a model call cost (a step.begin's, a compaction's), counted once (jobs.usage)."""
+        counted = usage_to_count(record, once_key)
+        if self.meter is None or counted is None:
             return
-        begin = record.event
-        if isinstance(begin, StepBegin) and begin.usage:
-            meter, usage = self.meter, begin.usage
-            self._retried(lambda: meter.count(begin.uuid, usage), f"the usage of {begin.uuid}")
+        meter, (counted_as, usage) = self.meter, counted
+        self._retried(lambda: meter.count(counted_as, usage), f"the usage of {counted_as}")
 
     def take_input(self) -> list[tuple[Message, str]]:
         """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.messages import Origin, user_message
-from agent.wire import AppendLoopEvent, StepBegin
+from agent.wire import AppendLoopEvent, ApplyCompaction, StepBegin
 from jobs.keys import SessionKey, daily_usage_key
 from jobs.session.store import SessionStore
 from jobs.turn.sink import RedisTurnSink
@@ -65,3 +65,11 @@ def test_the_person_charged_is_who_the_turn_answers_else_the_owner():
     task = user_message("do it", origin=Origin(kind="user", trigger="agent"))
     assert charged_person([first, later], "U9") == "U2"
     assert charged_person([task], "U9") == "U9"
+
+
+def test_a_compaction_in_a_turn_is_counted_once_under_its_record_key(redis):
+    sink = RedisTurnSink(SessionStore(redis, ROOT), "t1", meter=UsageMeter(redis, ROOT, "t1", "U1"))
+    applied = ApplyCompaction(summary="s", context_summary="s", compacted_count=2, usage=USAGE)
+    for _ in range(2):
+        sink.record(applied, "t1-s3:compaction:apply")
+    assert turn_usage(redis, ROOT, "t1") == Totals(input=1000, output=200, cached=600, steps=1)
