@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from redis import Redis
+
 from jobs.keys import SessionKey, daily_usage_key, quota_key, working_sessions_key
 from jobs.settings import Settings
 
@@ -106,16 +108,24 @@ def budget_quotas(settings: Settings, key: SessionKey, user: str, day: str) -> l
             settings.BUDGET_TOKENS_PER_USER_PER_DAY,
             0,
             f"You have used today's model budget ({settings.BUDGET_TOKENS_PER_USER_PER_DAY:,} tokens a"
-            " person a day), so this message was not read and starts no turn. The budget renews at"
-            " 00:00 UTC; replies to a turn already going on still reach it.",
+            " person a day): nothing you ask starts a turn until it renews at 00:00 UTC (this was not"
+            " read). Replies to a turn already going on still reach it.",
         ),
         Quota(
             daily_usage_key(day, key.team, "channel", key.channel),
             settings.BUDGET_TOKENS_PER_CHANNEL_PER_DAY,
             0,
             f"This channel has used today's model budget ({settings.BUDGET_TOKENS_PER_CHANNEL_PER_DAY:,}"
-            " tokens a day), so this message was not read and starts no turn. The budget renews at"
-            " 00:00 UTC.",
+            " tokens a day): nothing starts a turn here until it renews at 00:00 UTC (this was not"
+            " read). Replies to a turn already going on still reach it.",
         ),
     ]
     return [budget for budget in budgets if budget.limit > 0]
+
+
+def spent_budget(redis: Redis, budgets: list[Quota]) -> Quota | None:
+    """The first of `budgets` spent today: for what starts a turn outside jobs/input.lua (resume)."""
+    for budget in budgets:
+        if int(redis.hget(budget.key, "tokens") or 0) >= budget.limit:
+            return budget
+    return None

@@ -11,8 +11,9 @@ from typing import Literal
 from gateway.deps import Deps
 from jobs import control
 from jobs.keys import SessionKey
+from jobs.quotas import budget_quotas, spent_budget
 from jobs.session.state import session_exists
-from jobs.usage import prices
+from jobs.usage import prices, utc_day
 
 Verb = Literal["cancel", "resume", "status", "compact"]
 
@@ -42,6 +43,9 @@ def act(deps: Deps, verb: Verb, key: SessionKey, user: str) -> str:
     if verb == "cancel":
         return control.cancel(deps.redis, key, by=user).message
     if verb == "resume":
+        spent = spent_budget(deps.redis, budget_quotas(deps.settings, key, user, utc_day()))
+        if spent is not None:  # a resumed turn is a new turn: the budgets hold for it too
+            return spent.refusal
         return control.resume(deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s).message
     return control.request_compaction(deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s).message
 

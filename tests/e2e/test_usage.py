@@ -1,5 +1,6 @@
 """Model usage through the real web process and workers: counted per step on the wire and in
-Redis, shown by `!status` with its cost, and a spent daily budget refuses the next new turn."""
+Redis, shown by `!status` with its cost, and a spent daily budget refuses the next new turn
+(a new thread, or `!resume`)."""
 
 from __future__ import annotations
 
@@ -46,4 +47,6 @@ def test_usage_is_counted_shown_with_its_cost_and_a_spent_budget_refuses_new_tur
     over = mention_new_thread(stack, fake_slack, "W222")
     assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(OVER_BUDGET)
     assert nothing_recorded(redis, over) and len(fake_llm.requests) == 2
+    say(stack, fake_slack, key, "!resume", user="W222")  # a resumed turn is a new turn too
+    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(OVER_BUDGET)
     answered(fake_slack, mention_new_thread(stack, fake_slack, "W333"))  # a budget is per person
