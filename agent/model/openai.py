@@ -27,7 +27,7 @@ REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 # Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.
 _SSL_CONTEXT = httpx.create_ssl_context()
 _OVERFLOW_MARKERS = ("context_length", "context length", "maximum context", "too many tokens", "token limit")
-DRAIN_AFTER_DONE_S = 1.0  # the body ends right after [DONE]; waiting longer would delay the answer
+DRAIN_AFTER_DONE_S = 0.2  # the body ends right after [DONE]; a longer wait would delay the answer
 _LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 _STRUCTURE_MARKERS = ("tool_call", "tool call", "tool_calls", "tool message", "role", "messages")
 
