@@ -32,8 +32,9 @@ TURN_TTL_S = 7 * 24 * 3600  # like the other per-id session keys: long past any 
 PER_MILLION = 1_000_000
 
 # KEYS[1] the turn's hash (its `step:<uuid>` field marks the step counted), then every hash the
-# step adds to. ARGV: step uuid, input, output, cached, estimated (0/1), then a TTL per KEY (0:
-# none). Returns 1 when counted, 0 when the step had been counted already.
+# step adds to (the daily ones outside the session's hash slot: like jobs/input.lua, this script
+# needs a standalone Redis, not a Cluster). ARGV: step uuid, input, output, cached, estimated
+# (0/1), then a TTL per KEY (0: none). Returns 1 when counted, 0 when it had been counted already.
 _COUNT = """
 if redis.call('HSETNX', KEYS[1], 'step:' .. ARGV[1], 1) == 0 then return 0 end
 local input, output = tonumber(ARGV[2]), tonumber(ARGV[3])
