@@ -44,10 +44,11 @@ UNSETTLING_FINISH_REASONS = frozenset({"interrupted", "error"})
 class _OpenStep:
     """The assistant message of the step being folded, still accepting parts and calls."""
 
-    def __init__(self, uuid: str, index: int, record_id: str | None) -> None:
+    def __init__(self, uuid: str, index: int, record_id: str | None, usage: dict[str, Any] | None) -> None:
         self.uuid = uuid
         self.index = index
         self.record_id = record_id
+        self.usage = usage
         self.content: list[ContentPart] = []
         self.tool_calls: list[ToolCall] = []
 
@@ -101,6 +102,11 @@ class HistoryFold:
     @property
     def open_step_uuid(self) -> str | None:
         return self._open.uuid if self._open is not None else None
+
+    @property
+    def open_step_usage(self) -> dict[str, Any] | None:
+        """The open step's model usage (from its step.begin), for the step.end a parked step gets."""
+        return self._open.usage if self._open is not None else None
 
     def pending_calls(self) -> list[ToolCall]:
         """The calls of the open step that have no result yet, in call order."""
@@ -175,7 +181,7 @@ class HistoryFold:
     def _apply_event(self, event: BaseModel, record_id: str | None) -> None:
         if isinstance(event, StepBegin):
             self.settle()
-            self._open = _OpenStep(event.uuid, len(self._history), record_id)
+            self._open = _OpenStep(event.uuid, len(self._history), record_id, event.usage)
             self._history.append(self._open.message(partial=True))
         elif isinstance(event, ContentPartEvent):
             if self._open is not None and event.step_uuid == self._open.uuid:

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from agent.messages import MEDIA_PART_TYPES, Message, TextPart, ThinkPart
+from agent.model.base import ModelRequest, ModelResponse, Usage
 
 MEDIA_TOKEN_ESTIMATE = 2000  # any image, audio or video part, whatever its URL size
 ROLE_TOKENS = {"user": 1, "tool": 1, "system": 2, "assistant": 3}
@@ -50,3 +51,21 @@ def _estimate_uncached(message: Message) -> int:
     for call in message.tool_calls:
         total += estimate_text(call.name) + estimate_text(json.dumps(call.arguments, ensure_ascii=False))
     return total
+
+
+def answer_usage(
+    response: ModelResponse, request: ModelRequest, overhead: int | None = None
+) -> dict[str, Any]:
+    """What an answer cost, as the provider reported it; without a report (or an empty one: no
+    real request takes 0 tokens), our estimate, labelled as one. `overhead` is the caller's
+    estimate of the system prompt and tool declarations (else the system prompt's)."""
+    reported = response.usage
+    if reported is not None and (reported.input_tokens or reported.output_tokens):
+        return reported.model_dump()
+    fixed = overhead if overhead is not None else estimate_text(request.system or "")
+    estimate = Usage(
+        input_tokens=fixed + sum(estimate_message(message) for message in request.messages),
+        output_tokens=estimate_message(response.message),
+        estimated=True,
+    )
+    return estimate.model_dump()

@@ -22,10 +22,14 @@ class _Record(BaseModel):
 
 
 class StepBegin(_Record):
+    """Written when the model has answered; `usage` is that answer's (agent.model.base.Usage as a
+    dict, `estimated` when the provider sent none), counted once here and copied onto step.end."""
+
     type: Literal["step.begin"] = "step.begin"
     uuid: str
     turn_id: str | None = None
     step: int | None = None
+    usage: dict[str, Any] | None = None
 
 
 class ContentPartEvent(_Record):
@@ -110,6 +114,7 @@ class ApplyCompaction(_Record):
     dropped_count: int | None = None
     wire_start: str | None = None
     wire_end: str | None = None
+    usage: dict[str, Any] | None = None  # the summary request's, as on step.begin (jobs/usage.py counts it)
 
 
 class ToolResultPrune(_Record):

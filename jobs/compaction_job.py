@@ -33,12 +33,14 @@ from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.event_loop import run_coroutine
 from jobs.turn.runner import tool_setup
+from jobs.usage import UsageMeter, usage_to_count
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 BUSY_TEXT = "a turn is running; compact after it ends"
 FAILED_KEPT_TEXT = "compaction failed; kept the full history ({reason})"
+MANUAL_COMPACTION = "compaction"  # the "turn" manual compactions' usage is summed under (jobs.usage)
 
 
 def run_manual_compaction(session_key: str, by: str) -> str:
@@ -89,7 +91,11 @@ class _SessionCompaction:
         self.by = by
 
     def write(self, record: BaseModel, stage: CompactionStage) -> str:
-        return self.store.append(record)  # the job holds the lease; it appends each record once
+        record_id = self.store.append(record)  # the job holds the lease; it appends each record once
+        counted = usage_to_count(record, record_id)
+        if counted is not None:  # the summary request, charged to whoever asked for the compaction
+            UsageMeter(self.store.redis, self.store.key, MANUAL_COMPACTION, self.by).count(*counted)
+        return record_id
 
     def current_history(self) -> list[Message]:
         return load_fold(self.store).history

@@ -39,6 +39,7 @@ from jobs.session.notices import ApprovalDecidedNotice, CancelledNotice, InfoNot
 from jobs.session.state import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
 from jobs.session.store import SessionStore, now_ms
 from jobs.session.user_input import UserInput
+from jobs.usage import Prices, session_usage
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class SessionStatus(BaseModel):
     last_turn_reason: str | None = None
     waiting_inputs: int = 0
     pending_approvals: int = 0
+    usage: str | None = None  # what the session's model calls cost (jobs.usage), None before any
 
 
 def cancel_requested_by(redis: Redis, key: SessionKey) -> str | None:
@@ -74,9 +76,10 @@ def submit_input(redis: Redis, key: SessionKey, user_input: UserInput, *, turn_t
     return recorded
 
 
-def status(redis: Redis, key: SessionKey) -> SessionStatus:
+def status(redis: Redis, key: SessionKey, priced: Prices | None = None) -> SessionStatus:
     store = SessionStore(redis, key)
     meta = store.meta.read()
+    spent = session_usage(redis, key)
     return SessionStatus(
         exists=session_exists(redis, key),
         state=meta.state,
@@ -84,6 +87,7 @@ def status(redis: Redis, key: SessionKey) -> SessionStatus:
         last_turn_reason=meta.last_turn_reason,
         waiting_inputs=int(redis.llen(store.inbox_key)),
         pending_approvals=len(ApprovalStore(store).pending()),
+        usage=spent.describe(priced) if spent.steps else None,
     )
 
 

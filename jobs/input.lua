@@ -28,6 +28,7 @@
 --   11 early_key     replies held until the session exists (hash: Slack ts → held reply JSON)
 --   12 working_key   the sessions whose turn the speaker's messages started (sorted set)
 --   13.. quota counters (jobs/quotas.py), ARGV 16 of them, then
+--        the daily usage hashes of the budgets (jobs/usage.py), ARGV 19 of them, then
 --        the dedupe keys of the Slack delivery (none: nothing to deduplicate); always last
 --
 -- ARGV
@@ -51,8 +52,9 @@
 --   16 quota_count   how many quota counters KEYS holds from 13
 --   17 working_limit how many sessions the speaker may have working at once (0: no limit)
 --   18 working_ttl_s how long working_key is kept after its latest session
---   19.. per quota its limit and window (s), then the parked states, then the values of the
---        job's own fields (jobs.queues.OWN_FIELDS)
+--   19 budget_count  how many daily budgets KEYS holds after the quota counters
+--   20.. per quota its limit and window (s), then per budget its limit (tokens), then the parked
+--        states, then the values of the job's own fields (jobs.queues.OWN_FIELDS)
 --
 -- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
 -- (jobs.keys.MetaField), the working states (jobs.session.state.WORKING_STATES), how a
@@ -65,23 +67,27 @@
 --
 -- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session', 'quota <i>[ tell]' (the i-th
 -- quota is used up: nothing is recorded but the dedupe keys and that quota's count; ' tell'
--- on its first refusal in the window) or 'working' (the input would start a turn and the
+-- on its first refusal in the window), 'working' (the input would start a turn and the
 -- speaker has working_limit sessions working: nothing recorded but the dedupe keys and the
--- quota counts); a queue that refuses the job
+-- quota counts) or 'budget <i>' (the input would start a turn and the i-th daily budget is
+-- spent: recorded as little as for 'working'); a queue that refuses the job
 -- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local queued_sessions, early_key, working_key = KEYS[10], KEYS[11], KEYS[12]
 local quota_from, quota_count = 13, tonumber(ARGV[16] or '0')
-local dedupe_from = quota_from + quota_count
+local budget_count = tonumber(ARGV[19] or '0')
+local budget_from = quota_from + quota_count
+local dedupe_from = budget_from + budget_count
 
 local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
 local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local recent_ttl_s, no_session, dedupe_ttl_s, job_id = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local ts, early_ttl_s = ARGV[13], ARGV[14]
 local working_limit, working_ttl_s = tonumber(ARGV[17] or '0'), ARGV[18]
-local parked_from = 19 + 2 * quota_count
+local budget_limits_from = 20 + 2 * quota_count
+local parked_from = budget_limits_from + budget_count
 
 local STATE, UPDATED, CREATED, OWNER = ${state}, ${updated}, ${created}, ${owner}
 local WORKING = {${working}}
@@ -146,14 +152,14 @@ end
 -- only, so a flood is told once per window rather than once per message.
 local function over_quota()
   for i = 1, quota_count do
-    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[17 + 2 * i])
+    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[18 + 2 * i])
     if tonumber(redis.call('GET', counter) or '0') >= limit then
       return i, redis.call('INCR', counter) == limit + 1
     end
   end
   for i = 1, quota_count do
     local counter = KEYS[quota_from + i - 1]
-    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[18 + 2 * i]) end
+    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[19 + 2 * i]) end
   end
   return nil
 end
@@ -179,6 +185,17 @@ local function too_many_working()
   return working >= working_limit
 end
 
+-- The first daily budget spent (its usage hash's `tokens` at its limit), for an input that
+-- would start a turn: a reply to work already going on still reaches it.
+local function spent_budget()
+  if budget_count == 0 or not starts_work() then return nil end
+  for j = 1, budget_count do
+    local used = tonumber(redis.call('HGET', KEYS[budget_from + j - 1], 'tokens') or '0')
+    if used >= tonumber(ARGV[budget_limits_from + j - 1]) then return j end
+  end
+  return nil
+end
+
 if recording then
   for i = dedupe_from, #KEYS do
     if redis.call('EXISTS', KEYS[i]) == 1 then return 'duplicate' end
@@ -195,6 +212,8 @@ if recording then
     return 'held'
   end
   if too_many_working() then return 'working' end
+  local spent = spent_budget()
+  if spent then return 'budget ' .. spent end
 end
 redis.call('HSETNX', meta_key, CREATED, now_ms)
 if recording then

@@ -78,6 +78,7 @@ def record_input(
     without_session: WithoutSession = "start",
     quotas: Sequence[Quota] = (),
     working: Quota | None = None,
+    budgets: Sequence[Quota] = (),
 ) -> Recorded | Refused:
     """Record `user_input` unless a dedupe key was seen, and claim and enqueue the turn if free.
 
@@ -85,7 +86,8 @@ def record_input(
     until it starts ('held', claiming the dedupe keys) or is ignored ('no session', claiming none).
     Over one of `quotas`, nothing is recorded and that quota is returned (`Refused`); so is
     `working` (jobs.quotas.working_quota) when the input would start a turn and the speaker
-    already has that many sessions working.
+    already has that many sessions working, and each of `budgets` (jobs.quotas.budget_quotas)
+    when the input would start a turn and that daily budget is spent.
     """
     token = new_turn_token()
     job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
@@ -94,14 +96,14 @@ def record_input(
         *_session_keys(key), turn_queued_key(key), recent_session_key(key.team, key.channel, user_input.user),
         job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, early_replies_key(key),
         working.key if working else working_sessions_key(key.team, user_input.user),
-        *(quota.key for quota in quotas), *dedupe_keys,
+        *(quota.key for quota in quotas), *(budget.key for budget in budgets), *dedupe_keys,
     ]  # fmt: skip
     args = [
         *_input_args(user_input, "record"), user_input.user, token, QUEUED_FLAG_TTL_S, str(key),
         RECENT_TTL_S, without_session, dedupe_ttl_s, job.id, user_input.ts, EARLY_REPLY_TTL_S,
         len(parked), len(quotas), working.limit if working else 0, working.window_s if working else 0,
-        *(n for quota in quotas for n in (quota.limit, quota.window_s)),
-        *parked, *(value for _, value in job.own),
+        len(budgets), *(n for quota in quotas for n in (quota.limit, quota.window_s)),
+        *(budget.limit for budget in budgets), *parked, *(value for _, value in job.own),
     ]  # fmt: skip
     recorded = text(lua(redis, script_text(job.shared))(keys=keys, args=args))
     if recorded.startswith("quota "):
@@ -109,6 +111,8 @@ def record_input(
         return Refused(quotas[int(words[1]) - 1], tell=words[-1] == "tell")
     if recorded == "working" and working is not None:
         return Refused(working, tell=True)
+    if recorded.startswith("budget "):
+        return Refused(budgets[int(recorded.split()[1]) - 1], tell=True)
     return cast(Recorded, recorded)
 
 

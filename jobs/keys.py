@@ -226,6 +226,24 @@ def working_sessions_key(team: str, user: str) -> str:
     return f"{PREFIX}:working:{team}:{user}"
 
 
+def usage_key(key: SessionKey) -> str:
+    """Hash: the model usage of the session's turns (and, for a root, its sub-agents' too):
+    input, output, cached, tokens, steps, estimated (jobs.usage)."""
+    return key.redis_key("usage")
+
+
+def turn_usage_key(key: SessionKey, turn_id: str) -> str:
+    """Hash: one turn's model usage (fields as `usage_key`), plus `step:<uuid>` for each step
+    counted, so a step is counted once whatever retries its record (jobs.usage)."""
+    return key.redis_key(f"usage:{turn_id}")
+
+
+def daily_usage_key(day: str, team: str, kind: str, who: str) -> str:
+    """Hash: the model usage of a channel (`kind` channel) or a person (`kind` user) on one UTC
+    day, `day` as YYYY-MM-DD (jobs.usage; the daily budgets read `tokens`)."""
+    return f"{PREFIX}:usage:{day}:{team}:{kind}:{who}"
+
+
 def spawned_key(key: SessionKey, turn_id: str) -> str:
     """String: how many sub-agents this turn of the session started (jobs.delegation.launcher)."""
     return key.redis_key(f"spawned:{turn_id}")
@@ -373,14 +391,15 @@ def pace_key(team: str, channel: str) -> str:
 
 
 def fixed_session_keys(key: SessionKey) -> list[str]:
-    """Every key of the session whose name is fixed: all but `unknown:<call id>` and
-    `swarm:<call id>`, which expire on their own after 7 days (docs/architecture.md)."""
+    """Every key of the session whose name is fixed: all but `unknown:<call id>`,
+    `swarm:<call id>` and `usage:<turn id>`, which expire on their own after 7 days
+    (docs/architecture.md)."""
     named = (wire_key, wire_index_key, checkpoint_key, meta_key, inbox_key, outbox_key, lease_key,
              turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
              card_children_key, card_lock_key, delivery_queued_key, delivering_key, ledger_key,
              in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key,
-             repairs_key)  # fmt: skip
+             repairs_key, usage_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 

@@ -11,14 +11,20 @@ refused messages then costs Redis one call each and Slack nothing.
 
 One quota is not a rate: the sessions a person has working at once (`working_quota`). It is
 checked, in the same script, only for a message that would start a turn, and told every time
-(the per-person rate already bounds how often).
+(the per-person rate already bounds how often). So are the daily token budgets
+(`budget_quotas`, BUDGET_TOKENS_PER_*_PER_DAY, off by default): once a person's or a channel's
+turns have used that many tokens this UTC day (jobs.usage counts them), a message that would
+start a turn is not read; replies to a turn already going on still reach it, and a running turn
+is never cut short, so a day can end a little over its budget.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.keys import SessionKey, quota_key, working_sessions_key
+from redis import Redis
+
+from jobs.keys import SessionKey, daily_usage_key, quota_key, working_sessions_key
 from jobs.settings import Settings
 
 MINUTE_S = 60
@@ -91,3 +97,35 @@ def working_quota(settings: Settings, team: str, user: str) -> Quota | None:
         " sub-agents), the most one person may have at once. This one was not read; send it again"
         " when one of them has ended, or stop one with `!stop` in its thread.",
     )
+
+
+def budget_quotas(settings: Settings, key: SessionKey, user: str, day: str) -> list[Quota]:
+    """The daily token budgets (those turned on) a message that would start a turn meets, read
+    from `day`'s usage hashes; `window_s` is unused (a day's hash is a new key)."""
+    budgets = [
+        Quota(
+            daily_usage_key(day, key.team, "user", user),
+            settings.BUDGET_TOKENS_PER_USER_PER_DAY,
+            0,
+            f"You have used today's model budget ({settings.BUDGET_TOKENS_PER_USER_PER_DAY:,} tokens a"
+            " person a day): nothing you ask starts a turn until it renews at 00:00 UTC (this was not"
+            " read). Replies to a turn already going on still reach it.",
+        ),
+        Quota(
+            daily_usage_key(day, key.team, "channel", key.channel),
+            settings.BUDGET_TOKENS_PER_CHANNEL_PER_DAY,
+            0,
+            f"This channel has used today's model budget ({settings.BUDGET_TOKENS_PER_CHANNEL_PER_DAY:,}"
+            " tokens a day): nothing starts a turn here until it renews at 00:00 UTC (this was not"
+            " read). Replies to a turn already going on still reach it.",
+        ),
+    ]
+    return [budget for budget in budgets if budget.limit > 0]
+
+
+def spent_budget(redis: Redis, budgets: list[Quota]) -> Quota | None:
+    """The first of `budgets` spent today: for what starts a turn outside jobs/input.lua (resume)."""
+    for budget in budgets:
+        if int(redis.hget(budget.key, "tokens") or 0) >= budget.limit:
+            return budget
+    return None

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 
 import httpx
 from redis import Redis
 
 from agent.model.base import ChatModel
+from agent.model.connections import ConnectionPool
 from agent.model.demo import DemoModel
 from agent.model.openai import OpenAICompatibleModel
 from agent.model.retrying import RetryingModel
 from jobs.settings import Settings
+from jobs.turn.event_loop import shared_turn_loop
 
 
 @cache
@@ -36,6 +39,23 @@ def build_model(config: Settings) -> ChatModel:
     config.require("LLM_MODEL")
     timeout = httpx.Timeout(connect=10.0, read=config.LLM_TIMEOUT_SECONDS, write=30.0, pool=10.0)
     client = OpenAICompatibleModel(
-        config.LLM_BASE_URL, config.LLM_MODEL or "", config.LLM_API_KEY, timeout=timeout
+        config.LLM_BASE_URL,
+        config.LLM_MODEL or "",
+        config.LLM_API_KEY,
+        timeout=timeout,
+        pool=model_connections(),
+        extra_body=config.LLM_EXTRA_BODY,
     )
     return RetryingModel(client)
+
+
+@cache
+def model_connections() -> ConnectionPool:
+    """The process's connections to the model provider, kept on its turn loop: every turn and
+    compaction of the process reuses them (a step no longer pays a TCP and TLS handshake)."""
+    return ConnectionPool(long_lived_loop=_turn_loop)
+
+
+def _turn_loop() -> asyncio.AbstractEventLoop | None:
+    shared = shared_turn_loop()
+    return shared.loop if shared is not None else None

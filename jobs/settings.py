@@ -20,6 +20,8 @@ from agent.redaction import MASK, redact_text, redact_url
 from agent.tools.builtin.http_policy import HttpGetPolicy
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
+# The conversation itself: LLM_EXTRA_BODY may add to a request, never replace what it says.
+RESERVED_BODY_FIELDS = frozenset({"messages", "tools", "stream"})
 
 # What each setting is, said once: used for "missing" and "invalid" lines alike.
 EXPECTED: dict[str, str] = {
@@ -38,6 +40,13 @@ EXPECTED: dict[str, str] = {
     "LLM_MODEL": "the model name to request, e.g. kimi-k2.6",
     "LLM_CONTEXT_WINDOW": "the model's context window in tokens (a positive integer)",
     "LLM_TIMEOUT_SECONDS": "how long to wait for the model's next bytes before retrying (seconds)",
+    "LLM_EXTRA_BODY": (
+        'a JSON object merged into every model request body, e.g. {"reasoning_effort": "high"}'
+        " (not messages, tools or stream)"
+    ),
+    "LLM_PRICE_INPUT": "US dollars per million input tokens not served from the provider's cache (≥ 0)",
+    "LLM_PRICE_OUTPUT": "US dollars per million output tokens (≥ 0)",
+    "LLM_PRICE_CACHED": "US dollars per million input tokens served from the cache (≥ 0; unset: as input)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": (
@@ -95,6 +104,8 @@ EXPECTED: dict[str, str] = {
     "QUOTA_SUBAGENTS_PER_TURN": "sub-agents one turn may start, swarm items included (≥ 1)",
     "QUOTA_SWARM_ITEMS_PER_CALL": "items one AgentSwarm call may have (1-128)",
     "QUOTA_SESSIONS_PER_USER": "sessions one person may have working at once (0: no limit)",
+    "BUDGET_TOKENS_PER_USER_PER_DAY": "model tokens one person's turns may use per UTC day (0: no limit)",
+    "BUDGET_TOKENS_PER_CHANNEL_PER_DAY": "model tokens one channel's turns may use per UTC day (0: no limit)",
 }
 
 
@@ -123,6 +134,20 @@ class Settings(BaseSettings):
     LLM_MODEL: str | None = None
     LLM_CONTEXT_WINDOW: int = Field(default=128_000, gt=0)
     LLM_TIMEOUT_SECONDS: float = Field(default=300, gt=0)
+    # Provider-specific request fields (reasoning effort, thinking switches, output limits).
+    LLM_EXTRA_BODY: dict[str, Any] = Field(default_factory=dict)
+    # Prices turn the recorded usage into cost (jobs/usage.py); unset: tokens only.
+    LLM_PRICE_INPUT: float | None = Field(default=None, ge=0)
+    LLM_PRICE_OUTPUT: float | None = Field(default=None, ge=0)
+    LLM_PRICE_CACHED: float | None = Field(default=None, ge=0)
+
+    @field_validator("LLM_EXTRA_BODY")
+    @classmethod
+    def _extra_body_leaves_the_conversation_alone(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if RESERVED_BODY_FIELDS & set(value):
+            raise ValueError("sets a field threadline owns")
+        return value
+
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
@@ -211,6 +236,10 @@ class Settings(BaseSettings):
     # person's messages started: a person follows a few threads at a time; 5 stops a script from
     # occupying every worker, and a new request waits until one of theirs ends.
     QUOTA_SESSIONS_PER_USER: int = Field(default=5, ge=0)
+    # Daily token budgets (jobs/usage.py), off by default: what a team spends is its decision.
+    # Tokens rather than money, so they work with unpriced (local) models too.
+    BUDGET_TOKENS_PER_USER_PER_DAY: int = Field(default=0, ge=0)
+    BUDGET_TOKENS_PER_CHANNEL_PER_DAY: int = Field(default=0, ge=0)
 
     @property
     def operators(self) -> frozenset[str]:

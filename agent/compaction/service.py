@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,7 +53,7 @@ from agent.model.errors import (
     TruncatedResponseError,
 )
 from agent.projection.projector import project
-from agent.tokens import estimate_message, estimate_text
+from agent.tokens import answer_usage, estimate_message, estimate_text
 from agent.wire import ApplyCompaction
 
 # Drop-oldest retries after a truncated or empty summary: each costs a full request.
@@ -118,6 +119,7 @@ class CompactionResult(BaseModel):
     dropped_count: int
     source: CompactionSource
     summary_output_tokens: int | None = None
+    usage: dict[str, Any] | None = None  # what the summary request cost (agent.tokens.answer_usage)
 
     def record(self, *, wire_start: str | None = None, wire_end: str | None = None) -> ApplyCompaction:
         """The `context.apply_compaction` record; `wire_start`/`wire_end` are the stream ids covered."""
@@ -132,6 +134,7 @@ class CompactionResult(BaseModel):
             dropped_count=self.dropped_count or None,
             wire_start=wire_start,
             wire_end=wire_end,
+            usage=self.usage,
         )
 
 
@@ -227,7 +230,9 @@ async def summarise(
         except ModelError as error:
             await _recover(error, attempts, request, sleep, estimate, on_overflow)
             continue
-        return _result(plan, summary, response, attempts.dropped, estimate)
+        return _result(plan, summary, response, attempts.dropped, estimate).model_copy(
+            update={"usage": answer_usage(response, request)}
+        )
 
 
 async def _recover(

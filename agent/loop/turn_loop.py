@@ -47,7 +47,7 @@ from agent.model.errors import ContextOverflowError, ModelError, StructureReject
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
 from agent.projection.report import ProjectionReporter
-from agent.tokens import estimate_request_overhead
+from agent.tokens import answer_usage, estimate_request_overhead
 from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
@@ -170,12 +170,13 @@ class Loop:
         except ContextTooLargeError as error:
             raise TurnStopped(failed_outcome(str(error), step)) from None
         self.reporter.report(StepStarted(step))
-        response = await self._ask(turn_id, step)
+        response, request = await self._ask(turn_id, step)
         step_uuid = f"{turn_id}-s{step}"
         calls = normalize_call_ids(response.message.tool_calls, self._seen_ids)
-        self._record_step(step_uuid, turn_id, step, response, calls)
+        usage = answer_usage(response, request, self.keeper.overhead)
+        self._record_step(StepBegin(uuid=step_uuid, turn_id=turn_id, step=step, usage=usage), response, calls)
         if not calls:
-            self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop")
+            self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)
             return response.message.text()
         parked = self.needs_approval(calls, self.signal)
         if parked:
@@ -185,19 +186,20 @@ class Loop:
         if self._await_deferred(step_uuid, deferred):
             return TurnOutcome("awaiting_agents", steps=step)
         finish = "interrupted" if self.signal.cancelled else "tool_calls"
-        self._end_step(step_uuid, turn_id, step, finish)
+        self._end_step(step_uuid, turn_id, step, finish, usage)
         self.stopping.stop_if_cancelled(turn_id, step)
         return None
 
     # -- model --------------------------------------------------------------------------
 
-    async def _ask(self, turn_id: str, step: int) -> ModelResponse:
+    async def _ask(self, turn_id: str, step: int) -> tuple[ModelResponse, ModelRequest]:
+        """The model's answer and the request it answered."""
         strict = False
         overflows = 0
         while True:
             request = await self._request(strict, step)
             try:
-                return await self.stopping.cancellable(self.model.complete(request), turn_id, step)
+                return await self.stopping.cancellable(self.model.complete(request), turn_id, step), request
             except StructureRejectedError as error:
                 if strict:
                     raise TurnStopped(
@@ -298,7 +300,9 @@ class Loop:
         if self._await_deferred(parked.step_uuid, deferred):
             return TurnOutcome("awaiting_agents")
         end = StepEnd(
-            uuid=parked.step_uuid, finish_reason="interrupted" if self.signal.cancelled else "tool_calls"
+            uuid=parked.step_uuid,
+            finish_reason="interrupted" if self.signal.cancelled else "tool_calls",
+            usage=self.folder.open_step_usage,
         )
         self.write(AppendLoopEvent(event=end), f"{parked.step_uuid}:end")
         return None
@@ -310,7 +314,7 @@ class Loop:
         """
         open_step = self.folder.open_step_uuid
         if open_step is not None:
-            end = StepEnd(uuid=open_step, finish_reason=ABANDONED)
+            end = StepEnd(uuid=open_step, finish_reason=ABANDONED, usage=self.folder.open_step_usage)
             self.write(AppendLoopEvent(event=end), f"{turn_id}:abandon:{open_step}")
 
     # -- records ------------------------------------------------------------------------
@@ -320,20 +324,20 @@ class Loop:
         self.folder.apply(record, record_id=record_id)
         return record_id
 
-    def _record_step(
-        self, step_uuid: str, turn_id: str, step: int, response: ModelResponse, calls: list[ToolCall]
-    ) -> None:
-        self.write(
-            AppendLoopEvent(event=StepBegin(uuid=step_uuid, turn_id=turn_id, step=step)), f"{step_uuid}:begin"
-        )
+    def _record_step(self, begin: StepBegin, response: ModelResponse, calls: list[ToolCall]) -> None:
+        """The model's answer: step.begin (with its usage), its content parts, its calls."""
+        step_uuid, turn_id, step = begin.uuid, begin.turn_id, begin.step
+        self.write(AppendLoopEvent(event=begin), f"{step_uuid}:begin")
         for index, part in enumerate(response.message.content):
             event = ContentPartEvent(step_uuid=step_uuid, part=part, turn_id=turn_id, step=step)
             self.write(AppendLoopEvent(event=event), f"{step_uuid}:part:{index}")
         for call in calls:
             self.write(AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}")
 
-    def _end_step(self, step_uuid: str, turn_id: str, step: int, finish_reason: str) -> None:
-        event = StepEnd(uuid=step_uuid, turn_id=turn_id, step=step, finish_reason=finish_reason)
+    def _end_step(
+        self, step_uuid: str, turn_id: str, step: int, finish_reason: str, usage: dict[str, Any]
+    ) -> None:
+        event = StepEnd(uuid=step_uuid, turn_id=turn_id, step=step, finish_reason=finish_reason, usage=usage)
         self.write(AppendLoopEvent(event=event), f"{step_uuid}:end")
 
     def _take_input(self, turn_id: str, step: int) -> bool:

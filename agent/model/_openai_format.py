@@ -1,4 +1,13 @@
-"""Messages ↔ the OpenAI chat-completions JSON shape (what Kimi and friends accept)."""
+"""Messages ↔ the OpenAI chat-completions JSON shape (what Kimi and friends accept).
+
+Reasoning (`reasoning_content`, kept as think parts) goes back to the provider the way thinking
+providers ask: DeepSeek's thinking mode answers 400 when an assistant message with tool calls
+lacks it, in every later request, and accepts it empty; the reasoning of an answer without tool
+calls is ignored after the next user message, so it is only sent within its turn. Once any
+assistant message of a request carries reasoning, the conversation is with a thinking model,
+and every assistant tool-call message carries the field (empty when it has none: a step from
+before thinking was switched on).
+"""
 
 from __future__ import annotations
 
@@ -20,13 +29,17 @@ EMPTY_ARGUMENTS = "{}"  # providers require a string; a call the model sent with
 
 def to_openai_messages(messages: list[Message], system: str | None = None) -> list[dict[str, Any]]:
     wire = [{"role": "system", "content": system}] if system else []
-    wire.extend(_to_openai(message) for message in messages)
+    thinking = any(_reasoning(message) is not None for message in messages if message.role == "assistant")
+    turn_start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            wire.append(_assistant(message, thinking=thinking, in_turn=index > turn_start))
+        else:
+            wire.append(_to_openai(message))
     return wire
 
 
 def _to_openai(message: Message) -> dict[str, Any]:
-    if message.role == "assistant":
-        return _assistant(message)
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(message.content)}
     entry: dict[str, Any] = {"role": message.role, "content": _content(message.content)}
@@ -35,15 +48,25 @@ def _to_openai(message: Message) -> dict[str, Any]:
     return entry
 
 
-def _assistant(message: Message) -> dict[str, Any]:
+def _assistant(message: Message, *, thinking: bool = False, in_turn: bool = True) -> dict[str, Any]:
     text = "".join(part.text for part in message.content if isinstance(part, TextPart))
     entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-    reasoning = "".join(part.think for part in message.content if isinstance(part, ThinkPart))
-    if reasoning:
+    reasoning = _reasoning(message)
+    if message.tool_calls and thinking and reasoning is None:
+        reasoning = ""
+    if not message.tool_calls and not in_turn:
+        reasoning = None
+    if reasoning is not None:
         entry["reasoning_content"] = reasoning
     if message.tool_calls:
         entry["tool_calls"] = [_tool_call(call) for call in message.tool_calls]
     return entry
+
+
+def _reasoning(message: Message) -> str | None:
+    """The message's reasoning (possibly empty), or None when the model sent none."""
+    thinks = [part.think for part in message.content if isinstance(part, ThinkPart)]
+    return "".join(thinks) if thinks else None
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
@@ -73,7 +96,7 @@ def from_openai_message(choice_message: dict[str, Any]) -> Message:
     """An assistant message from a completion's `choices[0].message`."""
     content: list[ContentPart] = []
     reasoning = choice_message.get("reasoning_content")
-    if isinstance(reasoning, str) and reasoning:
+    if isinstance(reasoning, str):  # kept even when empty: thinking providers want it back
         content.append(ThinkPart(think=reasoning))
     text = choice_message.get("content")
     if isinstance(text, str) and text:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.messages import ContentPart, Message, TextPart, ThinkPart, ToolCall
+from agent.model._usage import usage_in_chunk
 from agent.model.base import ModelResponse, StreamListener, Usage
 from agent.model.errors import MalformedResponseError, RetryableModelError
 from agent.redaction import error_codes
@@ -34,6 +35,7 @@ class StreamAssembler:
     listener: StreamListener | None = None
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
+    thinking: bool = False  # the model sent `reasoning_content`, even only empty strings
     drafts: dict[int, _CallDraft] = field(default_factory=dict)
     announced: int = 0
     finish_reason: str | None = None
@@ -58,11 +60,7 @@ class StreamAssembler:
         if "error" in chunk:
             codes = ", ".join(error_codes(chunk)) or "no error code"
             raise RetryableModelError(f"the stream reported an error ({codes})")
-        if chunk.get("usage"):
-            usage = chunk["usage"]
-            self.usage = Usage(
-                input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
-            )
+        self.usage = usage_in_chunk(chunk) or self.usage
         for choice in chunk.get("choices") or []:
             self._feed_delta(choice.get("delta") or {})
             if choice.get("finish_reason"):
@@ -73,8 +71,10 @@ class StreamAssembler:
             self.text.append(delta["content"])
             if self.listener is not None:
                 self.listener.on_text(delta["content"])
-        if delta.get("reasoning_content"):
-            self.reasoning.append(delta["reasoning_content"])
+        reasoning = delta.get("reasoning_content")
+        if isinstance(reasoning, str):
+            self.thinking = True
+            self.reasoning.append(reasoning)
         for item in delta.get("tool_calls") or []:
             self._feed_call(item)
 
@@ -114,7 +114,7 @@ class StreamAssembler:
 
     def _message(self, calls: list[ToolCall]) -> Message:
         content: list[ContentPart] = []
-        if self.reasoning:
+        if self.thinking:  # kept even when empty: thinking providers want it back (openai_format)
             content.append(ThinkPart(think="".join(self.reasoning)))
         if self.text:
             content.append(TextPart(text="".join(self.text)))

@@ -21,8 +21,13 @@ class ModelRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens of one model call. `cached_tokens` is the part of `input_tokens` the provider served
+    from its prompt cache; `estimated` says the provider sent no usage and these are our estimate."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    estimated: bool = False
 
 
 class ModelResponse(BaseModel):

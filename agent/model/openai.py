@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from agent.model._openai_format import from_openai_message, to_openai_messages
 from agent.model._sse import StreamAssembler
-from agent.model.base import ModelRequest, ModelResponse, StreamListener, Usage
+from agent.model._usage import usage_from
+from agent.model.base import ModelRequest, ModelResponse, StreamListener
+from agent.model.connections import ConnectionPool
 from agent.model.errors import (
     ContextOverflowError,
     MalformedResponseError,
@@ -22,10 +27,15 @@ REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 # Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.
 _SSL_CONTEXT = httpx.create_ssl_context()
 _OVERFLOW_MARKERS = ("context_length", "context length", "maximum context", "too many tokens", "token limit")
+DRAIN_AFTER_DONE_S = 0.2  # the body ends right after [DONE]; a longer wait would delay the answer
+_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 _STRUCTURE_MARKERS = ("tool_call", "tool call", "tool_calls", "tool message", "role", "messages")
 
 
 class OpenAICompatibleModel:
+    """Speaks chat completions. `pool` decides which connections a call uses (connections.py);
+    `extra_body` is merged over every request body (provider-specific fields, LLM_EXTRA_BODY)."""
+
     def __init__(
         self,
         base_url: str,
@@ -35,6 +45,8 @@ class OpenAICompatibleModel:
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: httpx.Timeout = REQUEST_TIMEOUT,
         stream: bool = True,
+        pool: ConnectionPool | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.name = model
         self._base_url = base_url.rstrip("/") + "/"
@@ -42,9 +54,12 @@ class OpenAICompatibleModel:
         self._transport = transport
         self._timeout = timeout
         self._stream = stream
+        self._pool = pool or ConnectionPool()
+        self._extra_body = extra_body or {}
+        self._endpoint = (self._base_url, api_key, repr(timeout), id(transport))
 
     async def complete(self, request: ModelRequest, listener: StreamListener | None = None) -> ModelResponse:
-        async with self._client() as client:
+        async with self._pool.client(self._endpoint, self._client) as client:
             try:
                 if self._stream:
                     return await self._streamed(client, request, listener)
@@ -66,9 +81,11 @@ class OpenAICompatibleModel:
                 await response.aread()  # some endpoints ignore `stream`; anything else is malformed
                 return _parse_completion(response)
             assembler = StreamAssembler(listener)
-            async for line in response.aiter_lines():
+            lines = response.aiter_lines()
+            async for line in lines:
                 assembler.feed_line(line)
                 if assembler.done:
+                    await _drained(lines)
                     break
         return assembler.finish()
 
@@ -79,20 +96,50 @@ class OpenAICompatibleModel:
         }
         if self._stream:
             body["stream"] = True
+            body["stream_options"] = {"include_usage": True}  # else streams carry no usage
         if request.tools:
             body["tools"] = request.tools
         if request.max_output_tokens:
-            body["max_tokens"] = request.max_output_tokens
-        return body
+            body[self._output_limit_field()] = request.max_output_tokens
+        return merged(body, self._extra_body)
 
-    def _client(self) -> httpx.AsyncClient:
+    def _output_limit_field(self) -> str:
+        """`max_tokens`, unless the extra body uses OpenAI's newer name: never both in one body."""
+        return "max_completion_tokens" if "max_completion_tokens" in self._extra_body else "max_tokens"
+
+    def _client(self, limits: httpx.Limits) -> httpx.AsyncClient:
         return httpx.AsyncClient(
             base_url=self._base_url,
             headers=self._headers,
             timeout=self._timeout,
             transport=self._transport,
             verify=_SSL_CONTEXT,
+            limits=limits,
         )
+
+
+def merged(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `body`; objects in both are merged key by key, anything else is replaced.
+    A per-request output limit stays the stricter of the two (a compaction summary's cap)."""
+    result = dict(body)
+    for key, value in extra.items():
+        mine = result.get(key)
+        if isinstance(mine, dict) and isinstance(value, dict):
+            result[key] = merged(mine, value)
+        elif key in _LIMIT_FIELDS and isinstance(mine, int) and isinstance(value, int):
+            result[key] = min(mine, value)
+        else:
+            result[key] = value
+    return result
+
+
+async def _drained(lines: AsyncIterator[str]) -> None:
+    """Read what follows `[DONE]` (the body's end), so the connection goes back to the pool; an
+    endpoint that keeps sending costs its connection, never the answer."""
+    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+        async with asyncio.timeout(DRAIN_AFTER_DONE_S):
+            async for _ in lines:
+                pass
 
 
 def raise_for_status(response: httpx.Response) -> None:
@@ -138,11 +185,5 @@ def _parse_completion(response: httpx.Response) -> ModelResponse:
         message = from_openai_message(choice["message"])
     except (ValueError, KeyError, IndexError, TypeError) as error:
         raise MalformedResponseError(f"not a chat completion ({_shape(response)})") from error
-    usage = data.get("usage") or {}
-    return ModelResponse(
-        message=message,
-        finish_reason=choice.get("finish_reason"),
-        usage=Usage(
-            input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)
-        ),
-    )
+    usage = usage_from(data.get("usage")) or usage_from(choice.get("usage"))
+    return ModelResponse(message=message, finish_reason=choice.get("finish_reason"), usage=usage)

@@ -3,7 +3,12 @@
 It validates every request the way OpenAI and Kimi do (a tool call without its result, a
 result without its call, empty messages, a request over the context window → HTTP 400 with
 the provider's error shape) and answers from a script, so a test decides each model step.
-Streaming (`stream: true`) is answered as server-sent events with tool-call deltas.
+Streaming (`stream: true`) is answered as server-sent events with tool-call deltas, on a
+kept-alive connection (chunked), with usage in a last chunk only when the request asks for it
+(`stream_options.include_usage`), as OpenAI does. `thinking=True` behaves like DeepSeek's
+thinking mode: every answer carries `reasoning_content`, and an assistant message with tool
+calls sent back without it is refused. `connect_delay_s` holds each new TCP connection that
+long before it is served (a TLS handshake to a distant provider, for bench.model_pool).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -36,6 +41,8 @@ class Reply:
     raw_body: bytes | None = None  # sent as-is (malformed answers)
     cut_stream_after: int | None = None  # stream: close the connection after this many events
     gate: threading.Event | None = None  # hold the answer until the test sets it
+    reasoning: str | None = None  # sent as `reasoning_content` (always, empty, on a thinking fake)
+    usage: bool = True  # False: the answer reports no usage, as some local servers do
 
 
 def text(value: str) -> Reply:
@@ -54,9 +61,19 @@ class ValidationFailure(Exception):
 
 class FakeLLM:
     def __init__(
-        self, context_window: int = 64_000, default: Callable[[dict[str, Any]], Reply] | None = None
+        self,
+        context_window: int = 64_000,
+        default: Callable[[dict[str, Any]], Reply] | None = None,
+        *,
+        thinking: bool = False,
+        connect_delay_s: float = 0.0,
+        cached_tokens: int = 0,
     ) -> None:
         self.context_window = context_window
+        self.thinking = thinking
+        self.connect_delay_s = connect_delay_s
+        self.cached_tokens = cached_tokens  # reported as OpenAI's prompt_tokens_details.cached_tokens
+        self.connections = 0  # TCP connections accepted so far: how well a client reuses them
         self.default: Callable[[dict[str, Any]], Reply] = default or (lambda body: text("ok"))
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[tuple[dict[str, Any], str]] = []
@@ -98,6 +115,33 @@ class FakeLLM:
     def reject(self, body: dict[str, Any], reason: str) -> None:
         with self._lock:
             self.rejected.append((body, reason))
+
+    def connected(self) -> None:
+        with self._lock:
+            self.connections += 1
+
+    def usage(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        prompt = len(json.dumps(body.get("messages"))) // CHARS_PER_TOKEN
+        answer = (reply.text or "") + (reply.reasoning or "") + "".join(a for _, _, a in reply.tool_calls)
+        completion = max(1, len(answer) // CHARS_PER_TOKEN)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": min(self.cached_tokens, prompt)},
+        }
+
+
+def validate_thinking(messages: list[dict[str, Any]]) -> None:
+    """DeepSeek's thinking mode: an assistant message with tool calls must bring its reasoning back."""
+    for index, message in enumerate(messages):
+        calls = message.get("role") == "assistant" and message.get("tool_calls")
+        if calls and not isinstance(message.get("reasoning_content"), str):
+            raise ValidationFailure(
+                f"Missing `reasoning_content` field in the assistant message at message index {index}. "
+                "For more information, please refer to "
+                "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+            )
 
 
 def validate(body: dict[str, Any], context_window: int) -> None:
@@ -167,8 +211,10 @@ def _unanswered(open_calls: dict[str, str]) -> ValidationFailure:
     )
 
 
-def _completion(reply: Reply, model: str) -> dict[str, Any]:
+def _completion(reply: Reply, model: str, usage: dict[str, Any] | None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
@@ -180,17 +226,20 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        **({"usage": usage} if usage else {}),
     }
 
 
-def _stream_events(reply: Reply, model: str) -> list[dict[str, Any]]:
+def _stream_events(reply: Reply, model: str, usage: dict[str, Any] | None) -> list[dict[str, Any]]:
     base = {"id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion.chunk", "model": model}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     events = [chunk({"role": "assistant", "content": ""})]
+    if reply.reasoning is not None:
+        events.append(chunk({"reasoning_content": ""}))  # DeepSeek opens with an empty delta
+        events.extend(chunk({"reasoning_content": piece}) for piece in _pieces(reply.reasoning, 16))
     for piece in _pieces(reply.text or "", 16):
         events.append(chunk({"content": piece}))
     for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
@@ -204,6 +253,8 @@ def _stream_events(reply: Reply, model: str) -> list[dict[str, Any]]:
         for piece in _pieces(arguments, 8):
             events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     events.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
+    if usage:
+        events.append({**base, "choices": [], "usage": usage})
     return events
 
 
@@ -213,6 +264,12 @@ def _pieces(value: str, size: int) -> list[str]:
 
 def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(QuietHandler):
+        def setup(self) -> None:
+            super().setup()
+            fake.connected()
+            if fake.connect_delay_s:
+                time.sleep(fake.connect_delay_s)
+
         def do_GET(self) -> None:
             if not self.path.rstrip("/").endswith("/models"):
                 return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
@@ -231,6 +288,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             fake.record(body)
             try:
                 validate(body, fake.context_window)
+                if fake.thinking:
+                    validate_thinking(body["messages"])
             except ValidationFailure as failure:
                 fake.reject(body, str(failure))
                 return self._json(
@@ -257,25 +316,32 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                     "error": {"message": f"scripted HTTP {reply.status}", "type": "server_error"}
                 }
                 return self._json(reply.status, error, reply.headers)
+            if fake.thinking and reply.reasoning is None:
+                reply = replace(reply, reasoning="")
+            usage = fake.usage(body, reply) if reply.usage else None
             if body.get("stream"):
-                return self._stream(reply, body.get("model", "fake"))
-            self._json(200, _completion(reply, body.get("model", "fake")))
+                asked = (body.get("stream_options") or {}).get("include_usage") is True
+                return self._stream(reply, body.get("model", "fake"), usage if asked else None)
+            self._json(200, _completion(reply, body.get("model", "fake"), usage))
 
-        def _stream(self, reply: Reply, model: str) -> None:
+        def _stream(self, reply: Reply, model: str, usage: dict[str, Any] | None) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
+            self.send_header("Transfer-Encoding", "chunked")  # the connection stays open after it
             self.end_headers()
-            events = _stream_events(reply, model)
+            events = _stream_events(reply, model, usage)
             limit = reply.cut_stream_after
             for count, event in enumerate(events):
                 if limit is not None and count >= limit:
                     self.close_connection = True
                     return
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.close_connection = True
+                self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
 
         def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             self._raw(status, json.dumps(payload).encode(), headers or {})

@@ -11,7 +11,9 @@ from typing import Literal
 from gateway.deps import Deps
 from jobs import control
 from jobs.keys import SessionKey
+from jobs.quotas import budget_quotas, spent_budget
 from jobs.session.state import session_exists
+from jobs.usage import prices, utc_day
 
 Verb = Literal["cancel", "resume", "status", "compact"]
 
@@ -35,12 +37,15 @@ def act(deps: Deps, verb: Verb, key: SessionKey, user: str) -> str:
     if not session_exists(deps.redis, key):
         return NO_SESSION
     if verb == "status":
-        return describe(control.status(deps.redis, key))
+        return describe(control.status(deps.redis, key, prices(deps.settings)))
     if not deps.authz.may_act(key, user):
         return deps.authz.refusal(key)
     if verb == "cancel":
         return control.cancel(deps.redis, key, by=user).message
     if verb == "resume":
+        spent = spent_budget(deps.redis, budget_quotas(deps.settings, key, user, utc_day()))
+        if spent is not None:  # a resumed turn is a new turn: the budgets hold for it too
+            return spent.refusal
         return control.resume(deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s).message
     return control.request_compaction(deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s).message
 
@@ -67,6 +72,8 @@ def describe(status: control.SessionStatus) -> str:
         parts.append(_count(status.pending_approvals, "call", "waiting for approval"))
     if status.last_turn_reason:
         parts.append(f"last turn: {status.last_turn_reason}")
+    if status.usage:
+        parts.append(f"model usage: {status.usage}")
     return " · ".join(parts) + "."
 
 

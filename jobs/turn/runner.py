@@ -50,6 +50,7 @@ from jobs.turn.event_loop import run_coroutine
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
+from jobs.usage import UsageMeter, charged_person
 
 log = logging.getLogger(__name__)
 
@@ -214,10 +215,13 @@ class TurnRunner:
         def executor(approver: Approver | None) -> ToolExecutor:
             return ToolExecutor(registry, workspace=workspace, policy=policy, approver=approver)
 
+        sink = RedisTurnSink(
+            self.store, self.turn_id, self.lease, self.settings.APPROVAL_TIMEOUT_SECONDS, self._meter(folder)
+        )
         return Loop(
             model=self.model,
             executor_factory=executor,
-            sink=RedisTurnSink(self.store, self.turn_id, self.lease, self.settings.APPROVAL_TIMEOUT_SECONDS),
+            sink=sink,
             folder=folder,
             system_prompt=tools.system_prompt,
             tool_declarations=tools.declarations,
@@ -233,6 +237,12 @@ class TurnRunner:
             max_steps_per_turn=self.settings.MAX_STEPS_PER_TURN,
             deadline_s=float(self.settings.TURN_TIMEOUT_SECONDS),
         )
+
+    def _meter(self, folder: HistoryFold) -> UsageMeter:
+        root = self.info.root if self.info else self.store.key
+        owner = MetaHash(self.store.redis, root).read().owner
+        person = charged_person(folder.history, owner)
+        return UsageMeter(self.store.redis, self.store.key, self.turn_id, person, root=root)
 
     def _cancelled_before_start(self) -> str:
         by = cancel_requested_by(self.store.redis, self.store.key)

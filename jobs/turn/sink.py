@@ -1,5 +1,6 @@
 """The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking,
-projection repairs on the session's record."""
+projection repairs on the session's record, and each step's model usage counted (jobs.usage)
+as its step.begin is written."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from jobs.session.notices import ApprovalRequestNotice
 from jobs.session.repairs import record_repairs
 from jobs.session.store import UNFENCED, SessionStore
 from jobs.turn.summaries import full_arguments, short_arguments
+from jobs.usage import UsageMeter, usage_to_count
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,14 +42,26 @@ class RedisTurnSink:
         turn_id: str,
         lease: Lease | None = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
+        meter: UsageMeter | None = None,
     ) -> None:
         self.store = store
         self.turn_id = turn_id
         self.lease = lease
         self.approval_timeout_s = approval_timeout_s
+        self.meter = meter
 
     def record(self, record: BaseModel, once_key: str) -> str:
-        return self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
+        record_id = self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
+        self._count_usage(record, once_key)
+        return record_id
+
+    def _count_usage(self, record: BaseModel, once_key: str) -> None:
+        """What a model call cost (a step.begin's, a compaction's), counted once (jobs.usage)."""
+        counted = usage_to_count(record, once_key)
+        if self.meter is None or counted is None:
+            return
+        meter, (counted_as, usage) = self.meter, counted
+        self._retried(lambda: meter.count(counted_as, usage), f"the usage of {counted_as}")
 
     def take_input(self) -> list[tuple[Message, str]]:
         """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""

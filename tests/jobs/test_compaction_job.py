@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from agent.fold import fold
 from agent.messages import user_message
@@ -27,6 +28,7 @@ from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
 from jobs.settings import Settings
+from jobs.usage import daily_usage, session_usage
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500")
 
@@ -116,3 +118,16 @@ def test_compaction_is_refused_while_a_turn_runs(redis):
     set_state(store, "running")
     result = request_compaction(redis, KEY, by="W1", turn_timeout_s=60)
     assert not result.ok and "Cannot compact while a turn is active" in result.message
+
+
+def test_a_manual_compactions_summary_request_is_counted_for_who_asked(redis, fake_llm: FakeLLM):
+    store = SessionStore(redis, KEY)
+    seed(store, 6)
+    fake_llm.script(text("what happened so far"))
+    assert run(store, fake_llm) == "compacted"
+    prompt = len(json.dumps(fake_llm.accepted()[0]["messages"])) // 4
+    applied = next(r for r in store.read_wire() if r["type"] == "context.apply_compaction")
+    assert applied["usage"]["input_tokens"] == prompt and not applied["usage"]["estimated"]
+    spent = session_usage(redis, KEY)
+    assert (spent.input, spent.steps) == (prompt, 1)
+    assert daily_usage(redis, KEY.team, "user", "W1") == spent

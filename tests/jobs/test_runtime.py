@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from redis._parsers import _HiredisParser
 from redis.connection import HiredisRespSerializer
 
-from jobs.runtime import redis_from_url
+from agent.messages import user_message
+from agent.model.base import ModelRequest
+from jobs.runtime import build_model, redis_from_url
+from jobs.settings import Settings
 
 
 def test_the_client_packs_and_parses_with_hiredis(redis_url: str) -> None:
@@ -19,3 +24,13 @@ def test_the_client_packs_and_parses_with_hiredis(redis_url: str) -> None:
     finally:
         client.connection_pool.release(connection)
         client.close()
+
+
+def test_the_configured_model_sends_the_extra_body_and_asks_for_usage(fake_llm) -> None:
+    settings = Settings.load(
+        LLM_BASE_URL=fake_llm.base_url, LLM_MODEL="m", LLM_EXTRA_BODY={"reasoning_effort": "high"}
+    )
+    answer = asyncio.run(build_model(settings).complete(ModelRequest(messages=[user_message("hi")])))
+    assert answer.usage is not None and answer.usage.input_tokens > 0
+    sent = fake_llm.accepted()[0]
+    assert sent["reasoning_effort"] == "high" and sent["stream_options"] == {"include_usage": True}

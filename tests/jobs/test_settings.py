@@ -115,3 +115,23 @@ def test_an_invalid_url_setting_given_directly_is_redacted_too():
     with pytest.raises(SettingsError) as raised:
         Settings.load(REDIS_URL=f"default:{SECRET}@cache:6379/0")
     assert str(raised.value).startswith("threadline: invalid setting REDIS_URL='***@cache:6379/0'")
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("{reasoning_effort: high}", "expected a JSON object"),
+        ('{"messages": []}', "not messages, tools or stream"),
+    ],
+)
+def test_an_extra_body_that_is_not_json_or_rewrites_the_conversation_stops_the_start(monkeypatch, value, why):
+    monkeypatch.setenv("LLM_EXTRA_BODY", value)
+    with pytest.raises(SettingsError) as raised:
+        Settings.load()
+    line = str(raised.value)
+    assert line.startswith("threadline: invalid setting LLM_EXTRA_BODY=") and why in line
+
+
+def test_an_extra_body_reaches_the_model_request(monkeypatch):
+    monkeypatch.setenv("LLM_EXTRA_BODY", '{"thinking": {"type": "enabled"}, "reasoning_effort": "max"}')
+    assert Settings.load().LLM_EXTRA_BODY == {"thinking": {"type": "enabled"}, "reasoning_effort": "max"}

@@ -1,0 +1,67 @@
+"""One pool of HTTP connections to the model provider per worker process, reused across steps.
+
+An `httpx.AsyncClient` belongs to the event loop its connections were opened on, so the pool
+keeps a client per endpoint (base URL, key, timeouts) for the loop the caller names as long-lived
+(a worker's turn loop, jobs/turn/event_loop.py) and hands out a one-off client, closed after the
+call, anywhere else
+(`asyncio.run` in a command or a test: its loop dies with the call). A client made before a fork
+belongs to the parent: a child process starts its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
+
+import httpx
+
+# Providers' load balancers keep an idle connection for 60 s or more (nginx 75 s, AWS ALB 60 s);
+# a step's tools often run longer than httpx's default 5 s, so connections would be lost between
+# steps. 30 s stays under every idle timeout we know, so we close before the server does.
+KEEPALIVE_EXPIRY_S = 30.0
+# Enough idle connections for a turn worker's concurrent turns (TURN_CONCURRENCY, default 8).
+MAX_KEEPALIVE = 32
+
+ClientFactory = Callable[[httpx.Limits], httpx.AsyncClient]
+LoopFinder = Callable[[], "asyncio.AbstractEventLoop | None"]
+
+POOL_LIMITS = httpx.Limits(max_keepalive_connections=MAX_KEEPALIVE, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+
+
+class ConnectionPool:
+    """Clients for one provider endpoint: shared on the long-lived loop, one-off elsewhere."""
+
+    def __init__(self, long_lived_loop: LoopFinder = lambda: None) -> None:
+        self._long_lived_loop = long_lived_loop
+        self._clients: dict[Hashable, httpx.AsyncClient] = {}
+        self._owner: tuple[int, asyncio.AbstractEventLoop] | None = None
+
+    @asynccontextmanager
+    async def client(self, endpoint: Hashable, make: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
+        """A client for `endpoint` (whatever tells two configurations apart), made by `make`."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._long_lived_loop():
+            async with make(POOL_LIMITS) as one_off:
+                yield one_off
+            return
+        yield self._shared(loop, endpoint, make)
+
+    def _shared(
+        self, loop: asyncio.AbstractEventLoop, endpoint: Hashable, make: ClientFactory
+    ) -> httpx.AsyncClient:
+        owner = (os.getpid(), loop)
+        if self._owner != owner:
+            self._clients = {}  # another process's or loop's clients are left alone, never used
+            self._owner = owner
+        client = self._clients.get(endpoint)
+        if client is None:
+            client = self._clients[endpoint] = make(POOL_LIMITS)
+        return client
+
+    async def aclose(self) -> None:
+        """Close the shared clients (a worker stopping); the next call opens new ones."""
+        clients, self._clients, self._owner = self._clients, {}, None
+        for client in clients.values():
+            await client.aclose()
