@@ -7,4 +7,12 @@ who starts the tests' sessions, is then the approver, unless the test says who i
 """
 
 APPROVER = "W222"
-UNATTENDED = {"APPROVAL_TOOLS": "", "APPROVAL_WAIVED_TOOLS": "shell,http_get", "SLACK_APPROVERS": APPROVER}
+# A test's stack also stops in seconds: at teardown a turn may still run a tool, and the default
+# drain (20 s) would let it run for 18 of them (tests about the drain set their own).
+TEST_DRAIN_S = "4"
+UNATTENDED = {
+    "APPROVAL_TOOLS": "",
+    "APPROVAL_WAIVED_TOOLS": "shell,http_get",
+    "SLACK_APPROVERS": APPROVER,
+    "WORKER_DRAIN_SECONDS": TEST_DRAIN_S,
+}
