@@ -51,6 +51,7 @@ DRAIN_SIGNAL = signal.SIGUSR1  # the forking worker tells its work horse to drai
 # stopped, so it exits before its supervisor kills it.
 HAND_BACK_S = 2.0
 SLOT_WAIT_S = 5.0  # a worker waiting for a free slot heartbeats this often
+PUBSUB_STOP_WAIT_S = 0.05
 EXECUTION_HEARTBEAT_S = 10.0  # well inside RQ's execution TTL (min(timeout, 30 s) + 60 s)
 
 
@@ -195,6 +196,16 @@ class ConcurrentWorker(DrainingSimpleWorker):
         log_longest_stall()
         self._end_heartbeats()
         super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
+
+    def unsubscribe(self) -> None:
+        """RQ's, without its wait of about a second for the pub/sub thread to see the stop: the
+        thread is a daemon with nothing left to read, and a stopping worker should not linger."""
+        if self.pubsub_thread is None:
+            return
+        self.pubsub.unsubscribe()
+        self.pubsub_thread.stop(timeout=PUBSUB_STOP_WAIT_S)
+        if not self.pubsub_thread.is_alive():  # else closing would pull the socket from under it
+            self.pubsub.close()
 
     def _end_heartbeats(self) -> None:
         with self._running_lock:
