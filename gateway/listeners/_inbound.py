@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt import BoltContext
@@ -29,7 +29,7 @@ from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.reactions import mark_seen
 from jobs.session.state import PARKED_STATES, session_exists
 from jobs.session.store import SessionStore
-from jobs.session.user_input import UserInput
+from jobs.session.user_input import SharedFile, UserInput
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class SlackInput:
     addressed: bool
     mentions_agent: bool = False
     user_team: str | None = None  # the author's workspace when Slack says (Slack Connect)
+    files: list[SharedFile] = field(default_factory=list)  # downloaded by the worker (jobs.turn.uploads)
 
 
 def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
@@ -95,7 +96,9 @@ def _outsider(deps: Deps, said: SlackInput) -> str | None:
 def _record(deps: Deps, said: SlackInput) -> str:
     """The mention's hot path: dedupe, quotas, input, turn and job in one round trip (jobs.input)."""
     by_bot = said.user in deps.settings.allowed_bots
-    user_input = UserInput(text=said.text, user=said.user, ts=said.ts, event_id=said.event_id)
+    user_input = UserInput(
+        text=said.text, user=said.user, ts=said.ts, event_id=said.event_id, files=said.files or None
+    )
     recorded = record_input(
         deps.redis,
         said.key,

@@ -20,6 +20,7 @@ from jobs.session.history import save_checkpoint
 from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
 from jobs.session.store import UNFENCED, SessionStore
+from jobs.turn.attachments import Attachments
 from jobs.turn.summaries import full_arguments, short_arguments
 
 log = logging.getLogger(__name__)
@@ -36,19 +37,25 @@ class RedisTurnSink:
         turn_id: str,
         lease: Lease | None = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
+        attachments: Attachments | None = None,
     ) -> None:
         self.store = store
         self.turn_id = turn_id
         self.lease = lease
         self.approval_timeout_s = approval_timeout_s
+        self.attachments = attachments
 
     def record(self, record: BaseModel, once_key: str) -> str:
         return self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
 
     def take_input(self) -> list[tuple[Message, str]]:
-        """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""
+        """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox); a
+        message that shared files is followed by what became of them (jobs.turn.attachments)."""
         token = self.lease.token if self.lease is not None else UNFENCED
-        return self._retried(lambda: self.store.take_inbox(token), "the inbox")
+        arrived = self._retried(lambda: self.store.take_inbox(token), "the inbox")
+        if self.attachments is None:
+            return arrived
+        return self.attachments.after(arrived, self.record)
 
     def _retried(self, write: Callable[[], T], what: str) -> T:
         """Run an idempotent write, again after a lost connection: written once either way."""
