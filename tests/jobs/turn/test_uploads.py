@@ -15,6 +15,7 @@ from gateway.sandbox.stack import BOT_TOKEN
 from jobs.session.user_input import SharedFile, UserInput
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 from jobs.turn.uploads import (
+    IMAGE_PART_MAX_BYTES,
     FileFetcher,
     Refusal,
     Refused,
@@ -185,15 +186,19 @@ def test_a_linked_uploads_directory_is_not_followed(fake_slack, workspace, tmp_p
 def test_an_image_becomes_an_image_part_only_with_vision_and_real_image_bytes(fake_slack, workspace):
     png = shared(fake_slack, "shot.png", PNG, "image/png")
     fake_png = shared(fake_slack, "fake.png", b"<svg onload=x>", "image/png")
+    huge_png = shared(fake_slack, "huge.png", PNG + b"\x00" * IMAGE_PART_MAX_BYTES, "image/png")
 
     seen = fetcher(fake_slack, workspace, LLM_VISION=True).fetch(png)
     not_an_image = fetcher(fake_slack, workspace, LLM_VISION=True).fetch(fake_png)
     blind = fetcher(fake_slack, workspace).fetch(png)
+    too_big = fetcher(fake_slack, workspace, LLM_VISION=True).fetch(huge_png)
 
     assert isinstance(seen, Saved) and isinstance(seen.image, ImageURLPart)
     assert seen.image.image_url.url == "data:image/png;base64," + base64.b64encode(PNG).decode()
     assert isinstance(not_an_image, Saved) and not_an_image.image is None
     assert isinstance(blind, Saved) and blind.image is None
+    # Saved for the tools, but not carried on the wire and in every request after it.
+    assert isinstance(too_big, Saved) and too_big.image is None and too_big.size > IMAGE_PART_MAX_BYTES
 
 
 def test_the_model_reads_where_each_file_went_and_sees_the_images(fake_slack, workspace):
