@@ -258,11 +258,25 @@ async function post(path, body) {
   return answer;
 }
 
-function send(text, threadTs) {
+// A chosen file as the page API takes it: its name, type and bytes in base64.
+function readFile(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve({ name: file.name, mimetype: file.type, content: reader.result.split(",")[1] || "" });
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function send(text, threadTs, picker) {
   const trimmed = text.trim();
-  if (!trimmed) return Promise.resolve();
+  const chosen = picker ? Array.from(picker.files) : [];
+  if (picker) picker.value = "";
+  if (!trimmed && !chosen.length) return null;
   const body = { channel: view.channel, text: trimmed, thread_ts: threadTs || null };
-  return post(trimmed.startsWith("/") ? "/api/command" : "/api/say", body);
+  if (trimmed.startsWith("/")) return post("/api/command", body);
+  if (chosen.length) body.files = await Promise.all(chosen.map(readFile));
+  return post("/api/say", body);
 }
 
 function openThread(ts) {
@@ -277,14 +291,14 @@ function wire() {
     event.preventDefault();
     const text = $("channel-input").value;
     $("channel-input").value = "";
-    const answer = await send(text, null);
+    const answer = await send(text, null, $("channel-files"));
     if (answer && answer.ts && /<@|@agent|@threadline/i.test(text)) openThread(answer.ts);
   });
   $("thread-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("thread-input").value;
     $("thread-input").value = "";
-    send(text, view.thread);
+    send(text, view.thread, $("thread-files"));
   });
   $("thread-close").addEventListener("click", () => { view.thread = null; view.shown = ""; refresh(); });
   $("channels").addEventListener("click", (event) => {
