@@ -129,10 +129,15 @@ function blockHtml(block, message) {
   }
 }
 
+function filesHtml(message) {
+  const files = message.files || [];
+  return files.map((file) => `<div class="file">📄 ${escapeHtml(file.title || file.name || "file")}</div>`).join("");
+}
+
 function contentHtml(message) {
   const blocks = message.blocks || [];
-  if (blocks.length) return blocks.map((block) => blockHtml(block, message)).join("");
-  return `<div class="text">${mrkdwn(message.text)}</div>`;
+  if (blocks.length) return blocks.map((block) => blockHtml(block, message)).join("") + filesHtml(message);
+  return `<div class="text">${mrkdwn(message.text)}</div>${filesHtml(message)}`;
 }
 
 // ---- messages --------------------------------------------------------------------------------------
