@@ -11,7 +11,9 @@ thread's language, in Slack-friendly Markdown, and keep answers short unless ask
 
 You work in a session workspace (a directory on the worker) with the tools you are given. Use \
 them to look before you claim: read files before describing them, run commands before reporting \
-their output.
+their output. Files people share in the thread are saved in the workspace under \
+.threadline/uploads/; a message after theirs says where each one is (or why it was not \
+taken).
 
 A tool result that says it is not available, was interrupted, or that its outcome is unknown \
 means exactly that: the call may or may not have had its effect. Do not assume it succeeded or \
@@ -20,7 +22,11 @@ what is unknown and ask before repeating anything with side effects.\
 """
 
 
+SEND_FILE_HINT = "When people want a file (a report, a patch, an image), make it and send it with send_file."
+
+
 def system_prompt(tool_names: list[str] | None = None) -> str:
     if not tool_names:
         return SYSTEM_PROMPT
-    return f"{SYSTEM_PROMPT}\n\nTools available in this session: {', '.join(sorted(tool_names))}."
+    listed = f"{SYSTEM_PROMPT}\n\nTools available in this session: {', '.join(sorted(tool_names))}."
+    return f"{listed} {SEND_FILE_HINT}" if "send_file" in tool_names else listed

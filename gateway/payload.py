@@ -13,6 +13,10 @@ from pydantic import ValidationError
 
 from jobs import log_context
 from jobs.keys import SessionKey
+from jobs.session.user_input import SharedFile
+
+MAX_FILES = 10  # Slack attaches at most 10 files to one message; more is not Slack talking
+MAX_NAME_CHARS = 255  # a longer "name" is not a file name; the worker shortens it further
 
 
 class InvalidPayload(ValueError):
@@ -61,3 +65,36 @@ def session_key(team: str, channel: str, thread_ts: str) -> SessionKey:
         raise InvalidPayload(f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}") from None
     log_context.bind(**log_context.session_fields(key))  # the rest of the request's lines name it
     return key
+
+
+def shared_files(event: Any) -> list[SharedFile]:
+    """The files shared with a message (`event.files`), as far as they describe themselves.
+
+    Nothing is trusted: each field is checked here for its type only, and the worker that
+    downloads them checks names, hosts, types and sizes itself (jobs.turn.uploads).
+    """
+    files = event.get("files") if isinstance(event, Mapping) else None
+    if files is None:
+        return []
+    if not isinstance(files, list) or len(files) > MAX_FILES:
+        raise InvalidPayload(f"event.files is not a list of at most {MAX_FILES} files")
+    return [_shared_file(item) for item in files if isinstance(item, Mapping) and item.get("id")]
+
+
+def _shared_file(item: Mapping[str, Any]) -> SharedFile:
+    name = optional_text(item, "name") or optional_text(item, "title") or "file"
+    size = item.get("size")
+    return SharedFile(
+        id=text(item, "id"),
+        name=name[:MAX_NAME_CHARS],
+        mimetype=(optional_text(item, "mimetype") or "")[:MAX_NAME_CHARS],
+        size=size if isinstance(size, int) and size >= 0 else 0,
+        url=optional_text(item, "url_private_download") or optional_text(item, "url_private") or "",
+    )
+
+
+def with_file_names(said: str, files: list[SharedFile]) -> str:
+    """The message's text with the names of its files noted, as the thread shows them."""
+    if not files:
+        return said
+    return f"{said}\n(attached: {', '.join(shared.name for shared in files)})".strip()

@@ -48,6 +48,9 @@ EXPECTED: dict[str, str] = {
     "LLM_PRICE_OUTPUT": "US dollars per million output tokens (≥ 0)",
     "LLM_PRICE_CACHED": "US dollars per million input tokens served from the cache (≥ 0; unset: as input)",
     "AGENT_WORKDIR": "a writable directory that holds one workspace per session",
+    "LLM_VISION": "true or false: the model accepts images (a shared image reaches it as an image part)",
+    "UPLOAD_MAX_BYTES": "the largest file, in bytes, taken from or sent to the thread (a positive integer)",
+    "UPLOAD_TYPES": "comma-separated MIME types (text/*, image/png, …; * for any) taken from the thread",
     "TURN_TIMEOUT_SECONDS": "the longest a turn may run, in seconds (a positive integer)",
     "SLACK_OPERATORS": (
         "comma-separated user ids (U…) or user-group ids (S…), each optionally T…:-scoped to one"
@@ -149,6 +152,19 @@ class Settings(BaseSettings):
         return value
 
     AGENT_WORKDIR: Path = Path(".threadline-local/workspaces")
+    # Off by default: a model without vision answers an image part with HTTP 400, every step.
+    LLM_VISION: bool = False
+    # Files in and out of the thread (jobs/turn/uploads.py, the send_file tool). 20 MiB holds
+    # logs, screenshots and PDFs and keeps one download to seconds; Slack itself allows 1 GB.
+    UPLOAD_MAX_BYTES: int = Field(default=20 * 1024 * 1024, gt=0)
+    # What a coding agent reads: text of any kind, images, documents and archives. Executables
+    # and the rest are refused unless the operator opens them ("*").
+    UPLOAD_TYPES: str = (
+        "text/*,image/png,image/jpeg,image/gif,image/webp,application/json,application/pdf,"
+        "application/xml,application/x-yaml,application/yaml,application/zip,application/gzip,"
+        "application/x-gzip,application/x-tar,application/javascript,application/x-sh,"
+        "application/x-python,application/sql,application/csv"
+    )
     TURN_TIMEOUT_SECONDS: int = Field(default=3600, gt=0)
     MAX_STEPS_PER_TURN: int = Field(default=50, gt=0)
     LEASE_TTL_SECONDS: float = Field(default=20, gt=0)
@@ -270,6 +286,10 @@ class Settings(BaseSettings):
     @property
     def approval_tools(self) -> frozenset[str]:
         return _id_set(self.APPROVAL_TOOLS)
+
+    @property
+    def upload_types(self) -> frozenset[str]:
+        return frozenset(t.strip().lower() for t in self.UPLOAD_TYPES.split(",") if t.strip())
 
     @property
     def network_channels(self) -> frozenset[str]:

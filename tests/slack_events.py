@@ -32,7 +32,9 @@ def mention(
     thread_ts: str | None = None,
     team: str = TEAM_ID,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """An `app_mention`; `files` as FakeSlack.share_file describes them (Slack's file objects)."""
     body = sample_event("app_mention_top_level")
     body["team_id"] = team
     body["event_id"] = event_id or f"Ev{next(_ids):08d}"
@@ -40,6 +42,8 @@ def mention(
     event.update(text=f"<@{BOT_USER_ID}> {text}", ts=ts, event_ts=ts, channel=channel, user=user, team=team)
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if files:
+        event["files"] = files
     body["authorizations"] = [{"team_id": team, "user_id": BOT_USER_ID, "is_bot": True}]
     return body
 

@@ -152,7 +152,7 @@ class Loop:
         self._settle_abandoned_step(turn_id)
         while True:
             self.stopping.stop_if_cancelled(turn_id, steps)
-            self._take_input(turn_id, steps)
+            await self._take_input(turn_id, steps)
             if steps >= self.config.max_steps_per_turn:
                 error = MAX_STEPS_TEXT.format(n=self.config.max_steps_per_turn)
                 return TurnOutcome("failed", error=error, steps=steps)
@@ -160,7 +160,7 @@ class Loop:
             result = await self._step(turn_id, steps)
             if isinstance(result, TurnOutcome):
                 return result
-            if result is not None and not self._take_input(turn_id, steps):
+            if result is not None and not await self._take_input(turn_id, steps):
                 return TurnOutcome("completed", answer=result, steps=steps)
 
     async def _step(self, turn_id: str, step: int) -> TurnOutcome | str | None:
@@ -340,9 +340,12 @@ class Loop:
         event = StepEnd(uuid=step_uuid, turn_id=turn_id, step=step, finish_reason=finish_reason, usage=usage)
         self.write(AppendLoopEvent(event=event), f"{step_uuid}:end")
 
-    def _take_input(self, turn_id: str, step: int) -> bool:
-        """Fold in the messages that arrived while the turn ran (they steer its next step)."""
-        arrived = self.sink.take_input()
+    async def _take_input(self, turn_id: str, step: int) -> bool:
+        """Fold in the messages that arrived while the turn ran (they steer its next step).
+
+        In a thread: taking input may download the files a message shared (jobs.turn.attachments),
+        which must not hold up the other turns sharing this event loop."""
+        arrived = await asyncio.to_thread(self.sink.take_input)
         for message, record_id in arrived:
             self.folder.apply({"type": "context.append_message", "message": message.model_dump()}, record_id)
             steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=turn_id)

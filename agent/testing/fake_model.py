@@ -25,6 +25,10 @@ from typing import Any
 from agent.testing._local_http import LocalServer, QuietHandler
 
 CHARS_PER_TOKEN = 4  # deliberately not the product's estimator: a bug there must not hide here
+# Providers bill an image by its pixels, not its base64 size: ~765 tokens for a 1024² image on
+# OpenAI's high detail. Counting the data URL as text would put one screenshot over the window.
+IMAGE_TOKENS = 1_000
+NO_VISION = "Invalid content type. image_url is only supported by certain models."  # OpenAI's words
 
 
 @dataclass
@@ -68,12 +72,14 @@ class FakeLLM:
         thinking: bool = False,
         connect_delay_s: float = 0.0,
         cached_tokens: int = 0,
+        vision: bool = False,
     ) -> None:
         self.context_window = context_window
         self.thinking = thinking
         self.connect_delay_s = connect_delay_s
         self.cached_tokens = cached_tokens  # reported as OpenAI's prompt_tokens_details.cached_tokens
         self.connections = 0  # TCP connections accepted so far: how well a client reuses them
+        self.vision = vision  # off, as most models are: an image part is refused with HTTP 400
         self.default: Callable[[dict[str, Any]], Reply] = default or (lambda body: text("ok"))
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[tuple[dict[str, Any], str]] = []
@@ -144,16 +150,18 @@ def validate_thinking(messages: list[dict[str, Any]]) -> None:
             )
 
 
-def validate(body: dict[str, Any], context_window: int) -> None:
+def validate(body: dict[str, Any], context_window: int, vision: bool = False) -> None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ValidationFailure("'messages' must be a non-empty array")
     open_calls: dict[str, str] = {}
+    images = 0
     for index, message in enumerate(messages):
         _validate_message(index, message, open_calls)
+        images += _images(index, message, vision)
     if open_calls:
         raise _unanswered(open_calls)
-    tokens = len(json.dumps(body.get("messages"))) // CHARS_PER_TOKEN
+    tokens = len(json.dumps(_without_images(messages))) // CHARS_PER_TOKEN + images * IMAGE_TOKENS
     if tokens > context_window:
         raise ValidationFailure(
             f"This model's maximum context length is {context_window} tokens. However, your messages "
@@ -183,6 +191,31 @@ def _validate_message(index: int, message: dict[str, Any], open_calls: dict[str,
             _validate_call(index, call, open_calls)
         return
     _require_content(index, message)
+
+
+def _images(index: int, message: dict[str, Any], vision: bool) -> int:
+    """How many image parts the message has; a model without vision refuses any."""
+    content = message.get("content")
+    parts = content if isinstance(content, list) else []
+    images = [part for part in parts if isinstance(part, dict) and part.get("type") == "image_url"]
+    if images and not vision:
+        raise ValidationFailure(f"messages[{index}]: {NO_VISION}")
+    for part in images:
+        url = (part.get("image_url") or {}).get("url")
+        if not isinstance(url, str) or not url.startswith(("data:image/", "https://")):
+            raise ValidationFailure(f"messages[{index}]: image_url.url must be a data URL or an https URL")
+    return len(images)
+
+
+def _without_images(messages: list[Any]) -> list[Any]:
+    def strip(message: Any) -> Any:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return message
+        kept = [part for part in content if not (isinstance(part, dict) and part.get("type") == "image_url")]
+        return {**message, "content": kept}
+
+    return [strip(message) for message in messages]
 
 
 def _validate_call(index: int, call: dict[str, Any], open_calls: dict[str, str]) -> None:
@@ -287,7 +320,7 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 )
             fake.record(body)
             try:
-                validate(body, fake.context_window)
+                validate(body, fake.context_window, fake.vision)
                 if fake.thinking:
                     validate_thinking(body["messages"])
             except ValidationFailure as failure:

@@ -11,6 +11,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 
 from gateway.delivery.answers import post_answer
+from gateway.delivery.files import post_session_file
 from gateway.delivery.ledger import Ledger
 from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
@@ -24,6 +25,7 @@ from jobs.session.notices import (
     CancelledNotice,
     CompactionNotice,
     ErrorNotice,
+    FileNotice,
     InfoNotice,
     Notice,
     ReactionNotice,
@@ -58,6 +60,8 @@ class NoticePosting:
             self._compaction(notice_id, notice)
         elif isinstance(notice, ReactionNotice):
             self._react(notice)
+        elif isinstance(notice, FileNotice):
+            post_session_file(self.poster, notice_id, notice)
         else:
             self._simple(notice_id, notice)
 

@@ -55,7 +55,9 @@ class ThreadPoster:
         log.info("posted %s in %s as %s", entry, self.key, ts)
         return ts, True
 
-    def upload_once(self, entry: str, filename: str, content: str, comment: str) -> str | None:
+    def upload_once(
+        self, entry: str, filename: str, content: str | bytes, comment: str | None, title: str | None = None
+    ) -> str | None:
         """Attach `content` as a file in the thread, once; returns the ts of its message if known."""
         known = self._known(entry, lambda m: any(f.get("name") == filename for f in m.get("files") or []))
         if known:
@@ -67,8 +69,8 @@ class ThreadPoster:
             thread_ts=self.key.thread_ts,
             content=content,
             filename=filename,
-            title=filename,
-            initial_comment=comment,
+            title=title or filename,
+            initial_comment=comment,  # slack_sdk leaves a None argument out
         )
         found = self._find(lambda m: any(f.get("name") == filename for f in m.get("files") or []), 0)
         self.ledger.record(entry, found or "file")

@@ -11,7 +11,7 @@ from gateway.thread_context import READ_BUDGET_S, ThreadRead, read_earlier, rend
 from jobs.keys import SessionKey
 from jobs.mentions import for_model, mentioned_ids
 from jobs.session.state import session_exists
-from jobs.session.user_input import UserInput
+from jobs.session.user_input import SharedFile, UserInput
 
 
 class Said(Protocol):
@@ -31,6 +31,8 @@ class Said(Protocol):
     def addressed(self) -> bool: ...
     @property
     def agent_user(self) -> str | None: ...
+    @property
+    def files(self) -> list[SharedFile]: ...
 
 
 def as_input(deps: Deps, said: Said) -> UserInput:
@@ -49,7 +51,7 @@ def as_input(deps: Deps, said: Said) -> UserInput:
         )  # fmt: skip
     return UserInput(
         text=for_model(said.text, names), user=said.user, ts=said.ts, event_id=said.event_id,
-        author_name=names.get(said.user), thread_context=context,
+        author_name=names.get(said.user), thread_context=context, files=said.files or None,
     )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt import BoltContext
@@ -30,6 +30,7 @@ from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.reactions import mark_seen
 from jobs.session.state import PARKED_STATES, session_exists
 from jobs.session.store import SessionStore
+from jobs.session.user_input import SharedFile
 from jobs.usage import utc_day
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class SlackInput:
     mentions_agent: bool = False
     user_team: str | None = None  # the author's workspace when Slack says (Slack Connect)
     agent_user: str | None = None  # the bot's own user id: its earlier posts in the thread are labelled
+    files: list[SharedFile] = field(default_factory=list)  # downloaded by the worker (jobs.turn.uploads)
 
 
 def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:

@@ -22,11 +22,15 @@ def register(app: App, deps: Deps) -> None:
         if user is None:
             return
         team, channel = payload.team_id(body, context.team_id), payload.text(event, "channel")
+        files = payload.shared_files(event)
         said = SlackInput(
             key=session_key_for(team, channel, event),
             user=user,
             ts=payload.text(event, "ts"),
-            text=strip_bot_mention(payload.optional_text(event, "text") or "", context.bot_user_id),
+            text=payload.with_file_names(
+                strip_bot_mention(payload.optional_text(event, "text") or "", context.bot_user_id), files
+            ),
+            files=files,
             event_id=payload.optional_text(body, "event_id"),
             addressed=True,
             user_team=payload.optional_text(event, "user_team"),

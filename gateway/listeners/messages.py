@@ -1,8 +1,9 @@
 """`message`: follow-ups in a session's thread, DMs, and edits/deletes of waiting input.
 
 Handled on purpose (README "Message subtypes"): plain messages, `thread_broadcast` (a reply
-also sent to the channel), `file_share` (the text, with the file names noted), `bot_message`
-from bots in SLACK_ALLOWED_BOTS, and `message_changed` / `message_deleted` (gateway.listeners._edits).
+also sent to the channel), `file_share` (the text with the file names noted, and the files for
+the worker to download, jobs.turn.uploads), `bot_message` from bots in SLACK_ALLOWED_BOTS, and
+`message_changed` / `message_deleted` (gateway.listeners._edits).
 Every other subtype (joins, topic changes, huddles, …) is ignored.
 """
 
@@ -59,11 +60,13 @@ def _said_in(
         raise payload.InvalidPayload("event.text is not a string")
     if not is_dm and _addressed_to_someone_else(raw, context.bot_user_id):
         return None
+    files = payload.shared_files(event)
     return SlackInput(
         key=session_key_for(payload.team_id(body, context.team_id), channel, event),
         user=user,
         ts=ts,
-        text=_with_files(strip_bot_mention(raw, context.bot_user_id), event),
+        text=payload.with_file_names(strip_bot_mention(raw, context.bot_user_id), files),
+        files=files,
         event_id=payload.optional_text(body, "event_id"),
         addressed=is_dm,
         mentions_agent=bool(context.bot_user_id) and f"<@{context.bot_user_id}>" in raw,
@@ -75,11 +78,3 @@ def _addressed_to_someone_else(text: str, bot_user_id: str | None) -> bool:
     """A reply that opens by mentioning another person is talk between people, not for the agent."""
     match = _LEADING_MENTION.match(text)
     return match is not None and match.group(1) != bot_user_id and f"<@{bot_user_id}>" not in text
-
-
-def _with_files(text: str, event: Mapping[str, Any]) -> str:
-    files = event.get("files")
-    if not isinstance(files, list) or not files:
-        return text
-    names = ", ".join(str(f.get("name") or f.get("title") or "file") for f in files if isinstance(f, Mapping))
-    return f"{text}\n(attached: {names})".strip()

@@ -67,6 +67,10 @@ def _event(kind: str, message: dict[str, Any]) -> dict[str, Any]:
     }
     if message.get("thread_ts"):
         event["thread_ts"] = message["thread_ts"]
+    if message.get("files"):  # a file_share: Slack sends the files on both events
+        event["files"] = message["files"]
+        if kind == "message":
+            event["subtype"] = "file_share"
     return event
 
 

@@ -9,7 +9,7 @@ state the page polls.
     page = SandboxPage(fake, "http://127.0.0.1:3000/slack/events", secret).start()
     print(page.url)  # http://127.0.0.1:<port>/?token=<the run's token>
 
-JSON API: GET /api/state; POST /api/say {channel, text, thread_ts?}, /api/click {channel,
+JSON API: GET /api/state; POST /api/say {channel, text, thread_ts?, files?}, /api/click {channel,
 message_ts, action_id, value?}, /api/command {channel, text, thread_ts?}. Every call carries the
 run's token in X-Threadline-Token, and a POST is `application/json`; gateway.sandbox.page_guard
 says what else is refused. Slack's response_url for clicks and commands points back here (POST
@@ -18,6 +18,7 @@ says what else is refused. Slack's response_url for clicks and commands points b
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import mimetypes
@@ -39,7 +40,9 @@ from gateway.sandbox.signing import event_request, form_request, interaction_req
 
 STATIC = Path(__file__).parent / "static"
 FORWARD_TIMEOUT_S = 10  # Slack waits 3 s; the sandbox is patient so a slow laptop still works
-MAX_BODY_BYTES = 100_000
+# A file shared from the page travels as base64 in the JSON body: 4 MB holds a screenshot or a log.
+MAX_BODY_BYTES = 4_000_000
+MAX_FILES = 10  # as Slack: at most 10 files on one message
 BOT_NAME = "agent"
 _AT_BOT = re.compile(r"(?<![\w<])@(agent|threadline)\b", re.IGNORECASE)
 
@@ -121,19 +124,36 @@ class SandboxPage:
 
     # -- what a person does ------------------------------------------------------------
 
-    def say(self, channel: str, typed: str, thread_ts: str | None = None) -> dict[str, Any]:
-        """Post a message (top level, or a reply in `thread_ts`) and send Slack's events for it."""
+    def say(
+        self, channel: str, typed: str, thread_ts: str | None = None, files: list[Any] | None = None
+    ) -> dict[str, Any]:
+        """Post a message (top level, or a reply in `thread_ts`) and send Slack's events for it.
+        `files` ({name, mimetype, content: base64}) are shared with it, as a `file_share`."""
         self._channel(channel)
         text = slack_text(typed)
-        if not text:
+        shared = [self._share(item) for item in _file_list(files)]
+        if not text and not shared:
             raise PageError("nothing to send")
         parent = self._root(channel, thread_ts) if thread_ts else None
         message = self.fake.add_user_message(channel, text, user=self.person.id, thread_ts=thread_ts)
+        if shared:
+            with self.fake.state.lock:
+                message.update(files=shared, subtype="file_share")
         statuses = [
             self._forward(*event_request(self._secret, event))
             for event in events.events_for(message, parent.get("user") if parent else None)
         ]
         return {"ok": all(status == 200 for status in statuses), "ts": message["ts"], "statuses": statuses}
+
+    def _share(self, item: Any) -> dict[str, Any]:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+            raise PageError("each file needs a name")
+        try:
+            content = base64.b64decode(str(item.get("content") or ""), validate=True)
+        except ValueError:
+            raise PageError(f"{item['name']}: content is not base64") from None
+        mimetype = str(item.get("mimetype") or "") or mimetypes.guess_type(item["name"])[0] or "text/plain"
+        return self.fake.share_file(item["name"], content, mimetype)
 
     def click(
         self, channel: str, message_ts: str, action_id: str, value: str | None = None
@@ -248,6 +268,14 @@ class SandboxPage:
             self._last_forward = {"status": status, "problem": problem}
 
 
+def _file_list(files: Any) -> list[Any]:
+    if files is None:
+        return []
+    if not isinstance(files, list) or len(files) > MAX_FILES:
+        raise PageError(f"files must be a list of at most {MAX_FILES}")
+    return files
+
+
 def _find_button(
     message: dict[str, Any], action_id: str, value: str | None
 ) -> tuple[str, dict[str, Any]] | None:
@@ -318,7 +346,7 @@ def _handler_for(page: SandboxPage) -> type[BaseHTTPRequestHandler]:
                 return {"ok": True}
             thread_ts = body.get("thread_ts") or None
             if path == "/api/say":
-                return page.say(body["channel"], str(body["text"]), thread_ts)
+                return page.say(body["channel"], str(body.get("text") or ""), thread_ts, body.get("files"))
             if path == "/api/command":
                 return page.run_command(body["channel"], str(body["text"]), thread_ts)
             if path == "/api/click":

@@ -121,6 +121,17 @@ class InfoNotice(_Notice):
     text: str
 
 
+class FileNotice(_Notice):
+    """A workspace file the agent sends to the thread (send_file), uploaded once by the delivery."""
+
+    kind: Literal["file"] = "file"
+    path: str  # relative to the session's workspace
+    name: str
+    title: str
+    size: int
+    call_id: str
+
+
 class ReactionNotice(_Notice):
     """An emoji reaction on a person's message: `add` and/or `remove` (Slack's emoji names)."""
 
@@ -140,6 +151,7 @@ Notice = Annotated[
     | ApprovalDecidedNotice
     | CompactionNotice
     | InfoNotice
+    | FileNotice
     | ReactionNotice,
     Field(discriminator="kind"),
 ]

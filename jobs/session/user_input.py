@@ -8,11 +8,27 @@ importing the modules that record input.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from agent.messages import Message, Origin, TextPart
 from jobs.mentions import person
+
+FILES_FIELD = "files"  # the Origin extra that lists a message's shared files (jobs.turn.uploads)
+
+
+class SharedFile(BaseModel):
+    """A file shared with a Slack message, as the event described it: nothing here is checked
+    yet (the worker downloads it under its own limits, jobs.turn.uploads)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    mimetype: str = ""
+    size: int = 0
+    url: str = ""  # url_private_download, else url_private; empty when Slack gave none
 
 
 class UserInput(BaseModel):
@@ -34,13 +50,19 @@ class UserInput(BaseModel):
     message: Message | None = None
     author_name: str | None = None
     thread_context: str | None = None
+    # None rather than []: the inbox's scripts decode and re-encode this JSON in Lua, whose cjson
+    # writes an empty list back as {}.
+    files: list[SharedFile] | None = None
 
     def to_message(self) -> Message:
         if self.message is not None:
             return self.message
         # The author by name with their id, so the model knows who asked and can mention them.
         # Origin keeps kind-specific fields as pydantic extras, which only validation accepts.
-        origin = Origin.model_validate({"kind": "user", "user": self.user, "ts": self.ts})
+        fields: dict[str, Any] = {"kind": "user", "user": self.user, "ts": self.ts}
+        if self.files:
+            fields[FILES_FIELD] = [shared.model_dump() for shared in self.files]
+        origin = Origin.model_validate(fields)
         said = f"{person(self.user, self.author_name)}: {self.text}"
         if self.thread_context:
             said = f"{self.thread_context}\n\n{said}"

@@ -45,6 +45,7 @@ from jobs.session.reactions import mark_ended
 from jobs.session.state import PARKED_STATES, set_state, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.attachments import Attachments
 from jobs.turn.drain import drainable
 from jobs.turn.event_loop import run_coroutine
 from jobs.turn.sink import RedisTurnSink
@@ -139,8 +140,11 @@ class TurnRunner:
         reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)
         self._start(reporter)
         try:
+            attachments = Attachments(self.store, self.settings, workspace, self.turn_id)
+            sink = self._sink(attachments, folder)
+            attachments.catch_up(folder, sink.record)  # here, not on the event loop other turns share
             outcome = run_coroutine(
-                _drainable_turn(self._loop(folder, workspace, reporter), self.turn_id, parked)
+                _drainable_turn(self._loop(folder, workspace, reporter, sink), self.turn_id, parked)
             )
         except JobTimeoutException:
             outcome = TurnOutcome("timed_out", error="RQ job timeout")
@@ -206,7 +210,19 @@ class TurnRunner:
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
 
-    def _loop(self, folder: HistoryFold, workspace: Path, reporter: CardReporter) -> Loop:
+    def _sink(self, attachments: Attachments, folder: HistoryFold) -> RedisTurnSink:
+        return RedisTurnSink(
+            self.store,
+            self.turn_id,
+            self.lease,
+            self.settings.APPROVAL_TIMEOUT_SECONDS,
+            meter=self._meter(folder),
+            attachments=attachments,
+        )
+
+    def _loop(
+        self, folder: HistoryFold, workspace: Path, reporter: CardReporter, sink: RedisTurnSink
+    ) -> Loop:
         tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
         registry = tools.registry
         # A sub-agent asks for approval under its parent's rules: the same policy, never less.
@@ -215,9 +231,6 @@ class TurnRunner:
         def executor(approver: Approver | None) -> ToolExecutor:
             return ToolExecutor(registry, workspace=workspace, policy=policy, approver=approver)
 
-        sink = RedisTurnSink(
-            self.store, self.turn_id, self.lease, self.settings.APPROVAL_TIMEOUT_SECONDS, self._meter(folder)
-        )
         return Loop(
             model=self.model,
             executor_factory=executor,

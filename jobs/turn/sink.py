@@ -25,6 +25,7 @@ from jobs.session.lease import Lease, LeaseLost
 from jobs.session.notices import ApprovalRequestNotice
 from jobs.session.repairs import record_repairs
 from jobs.session.store import UNFENCED, SessionStore
+from jobs.turn.attachments import Attachments
 from jobs.turn.summaries import full_arguments, short_arguments
 from jobs.usage import UsageMeter, usage_to_count
 
@@ -43,12 +44,14 @@ class RedisTurnSink:
         lease: Lease | None = None,
         approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S,
         meter: UsageMeter | None = None,
+        attachments: Attachments | None = None,
     ) -> None:
         self.store = store
         self.turn_id = turn_id
         self.lease = lease
         self.approval_timeout_s = approval_timeout_s
         self.meter = meter
+        self.attachments = attachments
 
     def record(self, record: BaseModel, once_key: str) -> str:
         record_id = self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
@@ -64,9 +67,13 @@ class RedisTurnSink:
         self._retried(lambda: meter.count(counted_as, usage), f"the usage of {counted_as}")
 
     def take_input(self) -> list[tuple[Message, str]]:
-        """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox)."""
+        """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox); a
+        message that shared files is followed by what became of them (jobs.turn.attachments)."""
         token = self.lease.token if self.lease is not None else UNFENCED
-        return self._retried(lambda: self.store.take_inbox(token), "the inbox")
+        arrived = self._retried(lambda: self.store.take_inbox(token), "the inbox")
+        if self.attachments is None:
+            return arrived
+        return self.attachments.after(arrived, self.record)
 
     def _retried(self, write: Callable[[], T], what: str) -> T:
         """Run an idempotent write, again after a lost connection: written once either way."""

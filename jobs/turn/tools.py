@@ -3,8 +3,9 @@
 Schemas and validators are built once per process (`ToolSetup`); each turn binds what is
 its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
 the session's launcher and history, http_get to the internal hosts the settings open, shell to
-the sandbox of the session's channel, the workspace write lock around every tool, and the
-profile of a sub-agent (its disabled tools, same policy and approval rules as its parent).
+the sandbox of the session's channel, send_file to the session's outbox, the workspace write
+lock around every tool, and the profile of a sub-agent (its disabled tools, same policy and
+approval rules as its parent; no send_file).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from agent.messages import Message
 from agent.prompts import system_prompt
 from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_roots
 from agent.tools.base import Tool
-from agent.tools.builtin import HttpGet, Shell, builtin_tools
+from agent.tools.builtin import HttpGet, SendFile, Shell, builtin_tools
 from agent.tools.builtin.http_policy import HttpGetPolicy
 from agent.tools.overlay import ToolOverlay
 from agent.tools.policy import AskForApproval
@@ -33,6 +34,7 @@ from jobs.delegation.limits import SubagentLimits
 from jobs.delegation.write_lock import RedisWriteLock
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from jobs.turn.attachments import OutboxFileSender
 from jobs.turn.sandbox import shell_sandbox
 
 DELEGATION_TOOLS = ("Agent", "AgentSwarm")
@@ -41,7 +43,7 @@ DELEGATION_TOOLS = ("Agent", "AgentSwarm")
 @cache
 def process_registry() -> ToolRegistry:
     """Every tool a turn may offer, with schemas and validators built once per process."""
-    return ToolRegistry([*builtin_tools(), SkillTool(), AgentTool(), AgentSwarmTool()])
+    return ToolRegistry([*builtin_tools(), SendFile(), SkillTool(), AgentTool(), AgentSwarmTool()])
 
 
 @cache
@@ -116,8 +118,11 @@ def turn_tools(
         "AgentSwarm": AgentSwarmTool(binding),
         "http_get": http_get_tool(settings.HTTP_GET_ALLOW_HOSTS),
         "shell": Shell(sandbox=shell_sandbox(settings, store.key.channel)),
+        "send_file": SendFile(OutboxFileSender(store), settings.UPLOAD_MAX_BYTES),
     }
     hidden = set(profile.disabled_tools)
+    if info is not None:
+        hidden.add("send_file")  # a sub-agent's work reaches the thread through its parent
     if not catalog.for_model():
         hidden.add("Skill")  # nothing to load: the tool would only invite "not found"
     if not binding.may_delegate:

@@ -53,6 +53,11 @@ CASES = {
         JSON,
         "user_team is not a string",
     ),
+    "mention with files that are not a list": (
+        event({"type": "app_mention", "ts": "1.2", "channel": "C1", "user": "U1", "files": {"id": "F1"}}),
+        JSON,
+        "event.files is not a list of at most 10 files",
+    ),
     "dm without ts": (
         event({"type": "message", "channel": "D1", "channel_type": "im", "text": "hi", "user": "U1"}),
         JSON,

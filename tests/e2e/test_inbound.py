@@ -178,6 +178,9 @@ def test_thread_broadcasts_and_file_shares_are_follow_ups(stack, fake_slack, fak
     assert user_texts(redis, key)[1:] == [
         "<@W222>: also to the channel",
         "<@W222>: the log\n(attached: file.png)",
+        # The sample's url_private is on files.slack.com, which a fake SLACK_API_URL never trusts.
+        "Files shared with <@W222>'s message:\n"
+        "- file.png: not taken, its address is not on Slack (files.slack.com); it was not fetched.",
     ]
 
 

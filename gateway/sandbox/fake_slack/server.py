@@ -14,13 +14,21 @@ import json
 import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qsl, urlparse
+from urllib.parse import parse_qsl, quote, urlparse
 
 from agent.testing import LocalServer, QuietHandler
 from gateway.manifest import BOT_EVENTS, BOT_SCOPES
 from gateway.sandbox.fake_slack import agent_sessions
 from gateway.sandbox.fake_slack.methods import SlackMethods
-from gateway.sandbox.fake_slack.state import BOT_USER_ID, Call, Fault, Message, SlackError, SlackState
+from gateway.sandbox.fake_slack.state import (
+    BOT_USER_ID,
+    TEAM_ID,
+    Call,
+    Fault,
+    Message,
+    SlackError,
+    SlackState,
+)
 from gateway.sandbox.fake_socket_mode import FakeSocketMode
 
 Answer = tuple[int, dict[str, Any], dict[str, str]]  # HTTP status, JSON body, headers
@@ -102,6 +110,19 @@ class FakeSlack:
         if thread_ts:
             message["thread_ts"] = thread_ts
         return self.state.store(message)
+
+    def share_file(self, name: str, content: bytes, mimetype: str = "text/plain") -> dict[str, Any]:
+        """A file a person shared, as a message event's `files` carries it; served with the bot
+        token only, as files.slack.com serves url_private."""
+        with self.state.lock:
+            file_id = f"F{len(self.state.shared) + 1:08d}"
+            self.state.shared[file_id] = (name, mimetype, content)
+        where = f"{self.url}/files-pri/{TEAM_ID}-{file_id}"
+        return {
+            "id": file_id, "name": name, "title": name, "mimetype": mimetype, "size": len(content),
+            "url_private": f"{where}/{quote(name, safe='')}",
+            "url_private_download": f"{where}/download/{quote(name, safe='')}",
+        }  # fmt: skip
 
     # -- who is who ----------------------------------------------------------------------
 
@@ -199,7 +220,30 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 args = dict(parse_qsl(parsed.query))
                 token = _bearer(self.headers.get("Authorization")) or args.pop("token", None)
                 return self._call(parsed.path.removeprefix("/api/"), args, token)
+            if parsed.path.startswith("/files-pri/"):
+                return self._shared_file(parsed.path.removeprefix("/files-pri/"))
             self._send(404, {"ok": False, "error": "not_found"}, {})
+
+        def _shared_file(self, path: str) -> None:
+            """url_private: the bytes with the bot token; without it, Slack's redirect to sign in."""
+            file_id = path.split("/", 1)[0].removeprefix(f"{TEAM_ID}-")
+            authorized = _bearer(self.headers.get("Authorization")) == fake.state.bot_token
+            with fake.state.lock:
+                fake.state.downloads.append((file_id, authorized))
+                shared = fake.state.shared.get(file_id)
+            if not authorized:
+                return self._raw(302, b"", {"Location": f"{fake.url}/?redir=%2Ffiles-pri%2F{file_id}"})
+            if shared is None:
+                return self._raw(404, b"File not found", {"Content-Type": "text/plain"})
+            self._raw(200, shared[2], {"Content-Type": shared[1]})
+
+        def _raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
 
         def _call(self, method: str, args: dict[str, Any], token: str | None) -> None:
             try:

@@ -88,6 +88,9 @@ class SlackState:
     # Channel → its members, in join order; a channel not here has DEFAULT_MEMBERS.
     channel_members: dict[str, list[str]] = field(default_factory=dict)
     uploaded: dict[str, bytes] = field(default_factory=dict)  # file id → bytes sent to upload_url
+    # Files people shared (FakeSlack.share_file): id → (name, mimetype, bytes), served at url_private.
+    shared: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
+    downloads: list[tuple[str, bool]] = field(default_factory=list)  # (file id, with the bot token)
     # Slack refuses some messages as msg_too_long well below its documented limits; a test
     # can lower these to make the fake do the same.
     text_limit: int = MAX_TEXT_CHARS

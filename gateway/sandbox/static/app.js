@@ -129,10 +129,15 @@ function blockHtml(block, message) {
   }
 }
 
+function filesHtml(message) {
+  const files = message.files || [];
+  return files.map((file) => `<div class="file">📄 ${escapeHtml(file.title || file.name || "file")}</div>`).join("");
+}
+
 function contentHtml(message) {
   const blocks = message.blocks || [];
-  if (blocks.length) return blocks.map((block) => blockHtml(block, message)).join("");
-  return `<div class="text">${mrkdwn(message.text)}</div>`;
+  if (blocks.length) return blocks.map((block) => blockHtml(block, message)).join("") + filesHtml(message);
+  return `<div class="text">${mrkdwn(message.text)}</div>${filesHtml(message)}`;
 }
 
 // ---- messages --------------------------------------------------------------------------------------
@@ -258,11 +263,25 @@ async function post(path, body) {
   return answer;
 }
 
-function send(text, threadTs) {
+// A chosen file as the page API takes it: its name, type and bytes in base64.
+function readFile(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve({ name: file.name, mimetype: file.type, content: reader.result.split(",")[1] || "" });
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function send(text, threadTs, picker) {
   const trimmed = text.trim();
-  if (!trimmed) return Promise.resolve();
+  const chosen = picker ? Array.from(picker.files) : [];
+  if (picker) picker.value = "";
+  if (!trimmed && !chosen.length) return null;
   const body = { channel: view.channel, text: trimmed, thread_ts: threadTs || null };
-  return post(trimmed.startsWith("/") ? "/api/command" : "/api/say", body);
+  if (trimmed.startsWith("/")) return post("/api/command", body);
+  if (chosen.length) body.files = await Promise.all(chosen.map(readFile));
+  return post("/api/say", body);
 }
 
 function openThread(ts) {
@@ -277,14 +296,14 @@ function wire() {
     event.preventDefault();
     const text = $("channel-input").value;
     $("channel-input").value = "";
-    const answer = await send(text, null);
+    const answer = await send(text, null, $("channel-files"));
     if (answer && answer.ts && /<@|@agent|@threadline/i.test(text)) openThread(answer.ts);
   });
   $("thread-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("thread-input").value;
     $("thread-input").value = "";
-    send(text, view.thread);
+    send(text, view.thread, $("thread-files"));
   });
   $("thread-close").addEventListener("click", () => { view.thread = null; view.shown = ""; refresh(); });
   $("channels").addEventListener("click", (event) => {
