@@ -36,6 +36,7 @@ class Reply:
     raw_body: bytes | None = None  # sent as-is (malformed answers)
     cut_stream_after: int | None = None  # stream: close the connection after this many events
     gate: threading.Event | None = None  # hold the answer until the test sets it
+    text_every_s: float = 0.0  # stream: pause before each text piece after the first (a slow writer)
 
 
 def text(value: str) -> Reply:
@@ -60,6 +61,7 @@ class FakeLLM:
         self.default: Callable[[dict[str, Any]], Reply] = default or (lambda body: text("ok"))
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[tuple[dict[str, Any], str]] = []
+        self.first_text_at: list[float] = []  # time.time() each streamed answer's first text went out
         self._script: queue.Queue[Reply] = queue.Queue()
         self._lock = threading.Lock()
         self._server = LocalServer(_handler_for(self), "fake-llm")
@@ -268,12 +270,20 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             events = _stream_events(reply, model)
             limit = reply.cut_stream_after
+            texts = 0
             for count, event in enumerate(events):
                 if limit is not None and count >= limit:
                     self.close_connection = True
                     return
+                has_text = bool(event["choices"][0]["delta"].get("content"))
+                if has_text and texts and reply.text_every_s:
+                    time.sleep(reply.text_every_s)
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
+                if has_text and not texts:
+                    with fake._lock:
+                        fake.first_text_at.append(time.time())
+                texts += has_text
             self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
 

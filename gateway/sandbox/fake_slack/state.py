@@ -90,6 +90,8 @@ class SlackState:
     # The bot token's scopes, sent as Slack does in `x-oauth-scopes` on every answer; None: what
     # threadline's manifest asks for (the app installed as `threadline manifest` describes it).
     granted_scopes: list[str] | None = None
+    # Channels where chat.startStream answers method_not_supported_for_channel_type ("*": all).
+    streaming_refused: set[str] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
     _clock: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 
