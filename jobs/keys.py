@@ -359,7 +359,7 @@ def timer_key(key: SessionKey, purpose: str) -> str:
 
 
 # The purposes gateway.delivery.timers passes to timer_key.
-TIMER_PURPOSES: Final = ("card", "status", "retry", "sweep", "watchdog", "stream")
+TIMER_PURPOSES: Final = ("card", "status", "retry", "sweep", "watchdog")
 
 
 def slack_pause_key(team: str) -> str:

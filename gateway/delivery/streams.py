@@ -2,9 +2,10 @@
 
 Each step the turn publishes (jobs.session.live) has one outbox entry; delivering it starts a
 Slack stream (chat.startStream) with what the step has so far, appends what it gains
-(chat.appendStream, at most every `APPEND_EVERY_S`) and stops the stream (chat.stopStream)
-once the step is done; an answer's stream ends with the feedback buttons. Until then the
-cursor waits at the entry, so what follows in the outbox is posted after it, in order.
+(chat.appendStream, at most every `APPEND_EVERY_S`: a run that comes sooner waits out the
+rest) and stops the stream (chat.stopStream) once the step is done; an answer's stream ends
+with the feedback buttons. Until then the cursor waits at the entry, so what follows in the
+outbox is posted after it, in order.
 
 Ledger entry `live:<turn>:<step>:<attempt>` holds the stream's ts; notes hold the characters
 appended (`:sent`), the task statuses shown (`:tasks`), an append in flight (`:appending`) and
@@ -28,7 +29,6 @@ from slack_sdk.errors import SlackApiError
 from gateway.delivery.answers import post_answer
 from gateway.delivery.ledger import Notes
 from gateway.delivery.poster import METADATA_EVENT, ThreadPoster
-from gateway.delivery.timers import deliver_later
 from gateway.render.feedback import feedback_block
 from gateway.render.notices import SlackMessage
 from jobs.session import live
@@ -103,8 +103,11 @@ class StepStreams:
             return record.done and self._complete_by_edit(base, ts, record)
         wait = float(self.ledger.note(f"{base}:at") or 0) + APPEND_EVERY_S - time.time()
         if not record.done and wait > 0:
-            deliver_later(self.store.redis, self.key, "stream", wait)
-            return False
+            # Under a second: waiting here shows the text sooner than a timer (whole seconds) would.
+            time.sleep(wait)
+            record = live.read(self.store, record.turn_id, record.step) or record
+            if _base(record) != base:
+                return False  # asked again meanwhile: the next run settles the attempts
         self._append(base, ts, record)
         if not record.done:
             return False
@@ -159,6 +162,8 @@ class StepStreams:
 
     def _stop(self, ts: str, record: LiveStep, base: str, chunks: list[dict[str, Any]] | None = None) -> None:
         blocks = [feedback_block(self.key, record.turn_id)] if record.final else None
+        if record.final:  # before the buttons can be seen, so a click finds the turn answered
+            self.ledger.set_note(answered_turn_note(record.turn_id), "1")
         self.client.chat_stopStream(
             channel=self.key.channel,
             ts=ts,
@@ -191,7 +196,6 @@ class StepStreams:
         notes: Notes = {f"{base}:done": "1"}
         if record.final:
             notes[_answered_note(record.turn_id, record.step)] = "1"
-            notes[answered_turn_note(record.turn_id)] = "1"
         self.ledger.set_notes(notes)
         return self._forget(record)
 
