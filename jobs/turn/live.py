@@ -24,6 +24,7 @@ from jobs.turn.summaries import short_arguments
 
 FLUSH_EVERY_S = 0.4  # a write per 0.4 s keeps Redis and the deliverer (≤ 1 append/s) well fed
 PREVIEW_CHARS = 12_000  # a stream shows at most this much (gateway.delivery.streams)
+TITLE_CHARS = 80  # a task's title is the tool's name, which the model wrote: kept short
 UNKNOWN_OUTPUT = "outcome unknown: the turn stopped before its result was recorded"
 
 
@@ -47,7 +48,11 @@ class LiveSteps:
     def written(self, step: int, text: str, calls: list[ToolCall]) -> None:
         record = self.steps.get(step) or LiveStep(turn_id=self.turn_id, step=step)
         tasks = [
-            LiveTask(id=call.id, title=call.name, details=short_arguments(call.name, call.arguments) or None)
+            LiveTask(
+                id=call.id,
+                title=call.name[:TITLE_CHARS] or "tool",
+                details=short_arguments(call.name, call.arguments) or None,
+            )
             for call in calls
         ]
         record = record.model_copy(
