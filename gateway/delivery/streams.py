@@ -67,7 +67,8 @@ class StepStreams:
     def deliver(self, notice: LiveNotice) -> bool:
         """Show the step as far as it is written; True once its stream is complete (or never
         will be shown) and the cursor may pass it."""
-        if not self.streaming():
+        if not self.streaming():  # the answer is posted whole; the step's text is not needed
+            live.forget(self.store, notice.turn_id, notice.step)
             return True
         record = live.read(self.store, notice.turn_id, notice.step)
         if record is None:
@@ -86,7 +87,7 @@ class StepStreams:
                 log.warning("%s: Slack refused streaming (%s); answers are posted whole", self.key, code)
                 self.ledger.abandon(base)
                 self.ledger.set_note(REFUSED_NOTE, str(code))
-                return True
+                return self._forget(record)
             if code not in CLOSED:
                 raise
             self.ledger.set_note(f"{base}:closed", "1")

@@ -168,6 +168,7 @@ def test_streaming_refused_falls_back_to_one_post(store, slack):
 
     assert [shown(m) for m in thread(slack, store)] == [ANSWER]
     assert len(slack.calls("chat.startStream")) == 1  # refused once, not asked again
+    assert live.read(store, TURN, 1) is None and live.read(store, TURN, 2) is None  # nothing kept
 
 
 def test_streaming_off_posts_the_answer_once(store, slack):
@@ -176,7 +177,7 @@ def test_streaming_off_posts_the_answer_once(store, slack):
     deliver(store, slack, streaming=False)
 
     assert [shown(m) for m in thread(slack, store)] == [ANSWER]
-    assert not slack.calls("chat.startStream")
+    assert not slack.calls("chat.startStream") and live.read(store, TURN, 1) is None
 
 
 def test_retry_after_on_an_append_pauses_the_workspace_and_repeats_nothing(store, slack, redis):
