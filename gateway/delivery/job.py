@@ -82,8 +82,8 @@ class Delivery:
         self.key = store.key
         self.poster = ThreadPoster(store, client)
         self.status = AssistantStatus(store, client, self.poster.ledger)
-        self.cards = Cards(store, self.poster, self.status)
         self.streams = StepStreams(store, self.poster, enabled=streaming)
+        self.cards = Cards(store, self.poster, self.status, streaming=self.streams.streaming)
         self.posting = NoticePosting(self.poster, self.status, self.streams)
 
     def run(self) -> int:
@@ -147,7 +147,11 @@ class Delivery:
     def _stream(self, notice_id: str, notice: LiveNotice) -> bool:
         """Show the step's stream as far as it is written; True once the cursor may pass it."""
         try:
-            return self.streams.deliver(notice)
+            streaming = self.streams.streaming()
+            done = self.streams.deliver(notice)
+            if streaming and not self.streams.streaming():  # refused just now: the card is due after all
+                self.cards.show_skipped(notice.turn_id)
+            return done
         except SlackApiError as error:
             self._failed(notice_id, notice, error)  # raises unless no retry can help
             return True

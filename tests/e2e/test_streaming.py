@@ -64,6 +64,8 @@ def test_a_turn_streams_its_steps_and_its_answer_takes_feedback(make_stack, fake
         ("c1", "complete", "command: echo hi")
     ]
     assert float(step["ts"]) < float(answer["ts"])
+    cards = [m for m in bot_messages(fake_slack, "C111", key.thread_ts) if "Working" in shown(m)]
+    assert cards == []  # the steps show their calls: no card repeats them
 
     [element] = answer["blocks"][-1]["elements"]
     down = element["negative_button"]["value"]
