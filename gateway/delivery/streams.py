@@ -125,20 +125,15 @@ class StepStreams:
         text = record.text[:CALL_CHARS]
         self.ledger.set_note(f"{base}:start", text)
         self.ledger.begin(base)
-        self.poster.pace()
-        try:
-            answer = self.client.chat_startStream(
-                channel=self.key.channel,
-                thread_ts=self.key.thread_ts,
-                recipient_team_id=self.key.team,
-                recipient_user_id=self.store.meta.read().owner or None,
-                task_display_mode="timeline",
-                chunks=_chunks(text, _changed_tasks(record, {})),
-            )
-        except SlackApiError as error:
-            if error.response.get("error") in REFUSED:
-                self.ledger.abandon(base)
-            raise
+        self.poster.pace()  # a stream is a new message: it takes the channel's posting slot
+        answer = self.client.chat_startStream(
+            channel=self.key.channel,
+            thread_ts=self.key.thread_ts,
+            recipient_team_id=self.key.team,
+            recipient_user_id=self.store.meta.read().owner or None,
+            task_display_mode="timeline",
+            chunks=_chunks(text, _changed_tasks(record, {})),
+        )
         ts = str(answer["ts"])
         self.ledger.record_with_notes(base, ts, self._shown_notes(base, len(text), record))
         log.info("started the stream of %s in %s as %s", base, self.key, ts)
