@@ -8,6 +8,8 @@ from pathlib import Path
 
 from agent.loop.ports import ToolFinished
 from agent.messages import ToolCall
+from agent.model.openai import OpenAICompatibleModel
+from agent.model.retrying import RetryingModel
 from agent.testing import FakeLLM, Reply
 from jobs.keys import SessionKey
 from jobs.session import live
@@ -90,3 +92,19 @@ def test_a_step_without_text_or_calls_places_nothing(redis):
     store = session(redis)
     LiveSteps(store, "t1").written(1, "", [])
     assert store.notices() == [] and live.read(store, "t1", 1) is None
+
+
+def test_a_stream_cut_and_retried_starts_the_step_over(fake_llm: FakeLLM, tmp_path: Path, redis):
+    store = session(redis)
+    fake_llm.script(Reply(text=ANSWER, cut_stream_after=3), Reply(text=ANSWER))
+
+    async def at_once(_: float) -> None:
+        return None
+
+    model = RetryingModel(OpenAICompatibleModel(fake_llm.base_url, "fake-model"), sleep=at_once)
+    sink = MemorySink()
+    sink.append_user("again")
+    outcome = run_turn(sink, fake_llm.base_url, tmp_path, model=model, live=LiveSteps(store, "t1"))
+
+    record = live.read(store, "t1", 1)
+    assert outcome.answer == ANSWER and record.text == ANSWER and record.attempt == 1 and record.final
