@@ -5,7 +5,8 @@
 Runs the real `web` and `worker` commands (as the Procfile does) against real Redis, the fake
 Slack Web API and a fake model that answers at once, and sends mentions one after another.
 Reports the HTTP acknowledgement, the first visible sign that the mention was taken (👀 on it
-or the working status, whichever Slack showed first) and the answer in the thread.
+or the working status, whichever Slack showed first), the first streamed text after the model's
+first token (with SLACK_STREAMING on, the default) and the whole answer in the thread.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def mention_body(ts: str, index: int) -> dict:
     return app_mention(ts, channel_of(index), f"ping {index}", f"Evbench{index}", user=person_of(index))
 
 
-def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float, float]:
+def measure(
+    stack: Stack, slack: FakeSlack, llm: FakeLLM, index: int
+) -> tuple[float, float, float, float | None]:
     root = slack.add_user_message(channel_of(index), f"<@{BOT_USER_ID}> ping {index}", user=person_of(index))
     started_at = time.time()  # the fake Slack stamps each call with the wall clock
     started = time.perf_counter()
@@ -50,12 +53,32 @@ def measure(stack: Stack, slack: FakeSlack, index: int) -> tuple[float, float, f
     acked = time.perf_counter() - started
     assert response.status_code == 200, response.text
     deadline = started + 30
-    while not any(m.get("bot_id") for m in slack.thread(channel_of(index), root["ts"])):
+    while not any(_complete(m) for m in slack.thread(channel_of(index), root["ts"])):
         if time.perf_counter() > deadline:
             raise RuntimeError(f"no answer for mention {index}")
         time.sleep(POLL_S)
     answered = time.perf_counter() - started
-    return acked, answered, first_sign_at(slack, channel_of(index), root["ts"]) - started_at
+    sign = first_sign_at(slack, channel_of(index), root["ts"]) - started_at
+    return acked, answered, sign, first_streamed_text_after(slack, llm, channel_of(index), started_at)
+
+
+def _complete(message: dict) -> bool:
+    """A bot message whose text is all there: posted, or a stream that was stopped."""
+    return bool(message.get("bot_id")) and not message.get("streaming")
+
+
+def first_streamed_text_after(slack: FakeSlack, llm: FakeLLM, channel: str, since: float) -> float | None:
+    """From the model's first token to the fake Slack receiving the first streamed text of the
+    answer (chat.startStream or chat.appendStream with a markdown_text chunk); None: not streamed."""
+    first_token = min((at for at in llm.first_text_at if at >= since), default=None)
+    streamed = [
+        c.at for c in slack.calls() if c.method in ("chat.startStream", "chat.appendStream")
+        and c.outcome == "ok" and c.args.get("channel") == channel and c.at >= since
+        and any(chunk.get("type") == "markdown_text" for chunk in c.args.get("chunks") or [])
+    ]  # fmt: skip
+    if first_token is None or not streamed:
+        return None
+    return min(streamed) - first_token
 
 
 def first_sign_at(slack: FakeSlack, channel: str, ts: str) -> float:
@@ -84,17 +107,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url).start()
         try:
-            measure(stack, slack, -1)  # warm-up: imports, the first auth.test, connections
-            results = [measure(stack, slack, index) for index in range(args.mentions)]
+            measure(stack, slack, llm, -1)  # warm-up: imports, the first auth.test, connections
+            results = [measure(stack, slack, llm, index) for index in range(args.mentions)]
         finally:
             stack.stop()
     acks, replies, signs = ([r[i] * 1000 for r in results] for i in (0, 1, 2))
+    texts = [r[3] * 1000 for r in results if r[3] is not None]
     print(f"mentions: {args.mentions} (sequential, a channel each; model answers at once; default worker)")
     print(f"HTTP 200 after:        median {statistics.median(acks):7.1f} ms   max {max(acks):7.1f} ms")
     print(
         f"first visible sign after: median {statistics.median(signs):7.1f} ms   max {max(signs):7.1f} ms"
         "   (👀 or the working status; target: median <= 300 ms)"
     )
+    if texts:
+        print(
+            f"first streamed text after the model's first token: median {statistics.median(texts):7.1f} ms"
+            f"   max {max(texts):7.1f} ms   ({len(texts)} streamed; target: median <= 500 ms)"
+        )
+    else:
+        print("first streamed text: none streamed (SLACK_STREAMING=off, or Slack refused it)")
     print(
         f"answer in thread after: median {statistics.median(replies):7.1f} ms   "
         f"p90 {statistics.quantiles(replies, n=10)[-1]:7.1f} ms   max {max(replies):7.1f} ms"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from redis import Redis
 from rq.job import Job
 
@@ -34,6 +34,7 @@ from jobs.queues import (
 )
 from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore, Decision, waited_text
+from jobs.session.feedback import Feedback, all_feedback
 from jobs.session.history import load_fold
 from jobs.session.notices import ApprovalDecidedNotice, CancelledNotice, InfoNotice
 from jobs.session.state import PARKED_STATES, STOPPED_STATES, session_exists, set_state, state_of
@@ -59,6 +60,7 @@ class SessionStatus(BaseModel):
     waiting_inputs: int = 0
     pending_approvals: int = 0
     usage: str | None = None  # what the session's model calls cost (jobs.usage), None before any
+    feedback: list[Feedback] = Field(default_factory=list)  # 👍/👎 on answers, oldest first
 
 
 def cancel_requested_by(redis: Redis, key: SessionKey) -> str | None:
@@ -88,6 +90,7 @@ def status(redis: Redis, key: SessionKey, priced: Prices | None = None) -> Sessi
         waiting_inputs=int(redis.llen(store.inbox_key)),
         pending_approvals=len(ApprovalStore(store).pending()),
         usage=spent.describe(priced) if spent.steps else None,
+        feedback=all_feedback(redis, key),
     )
 
 

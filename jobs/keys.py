@@ -317,6 +317,18 @@ def progress_key(key: SessionKey) -> str:
     return key.redis_key("progress")
 
 
+def live_key(key: SessionKey) -> str:
+    """Hash: `<turn>:<step>` → the step's text and tool calls as the model writes them (JSON),
+    `<turn>:<step>#at` → the outbox entry that places the step's stream (jobs.session.live)."""
+    return key.redis_key("live")
+
+
+def feedback_key(key: SessionKey) -> str:
+    """Hash: `<turn>:<user>` → that person's 👍/👎 on the turn's answer and when (JSON)
+    (jobs.session.feedback)."""
+    return key.redis_key("feedback")
+
+
 def card_children_key(key: SessionKey) -> str:
     """Hash: tool call id (`<id>#<item>` for a swarm item) → its sub-agent's card lines JSON
     (jobs.delegation.tree_cards)."""
@@ -398,8 +410,8 @@ def fixed_session_keys(key: SessionKey) -> list[str]:
              turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
              card_children_key, card_lock_key, delivery_queued_key, delivering_key, ledger_key,
-             in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key,
-             repairs_key, usage_key)  # fmt: skip
+             in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key, live_key,
+             feedback_key, repairs_key, usage_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 

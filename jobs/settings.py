@@ -32,6 +32,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_COMMAND": "the slash command name, starting with '/'",
     "SLACK_TIMEOUT_SECONDS": "how long to wait for a Slack Web API answer (seconds)",
     "SLACK_REACTIONS": "true or false: 👀 on a message the agent takes, ✅ or ⚠️ when its turn ends",
+    "SLACK_STREAMING": "on or off: answers stream as the model writes them (off: posted at the end)",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
     "WEB_KEEPALIVE_SECONDS": "seconds web keeps an idle connection open (above your load balancer's)",
@@ -127,6 +128,8 @@ class Settings(BaseSettings):
     SLACK_TIMEOUT_SECONDS: int = Field(default=15, gt=0)
     # 👀 on a message as soon as the agent takes it, ✅ / ⚠️ when its turn ends (jobs.session.reactions).
     SLACK_REACTIONS: bool = True
+    # Answers stream as the model writes them (chat.startStream …); off: the card and one final post.
+    SLACK_STREAMING: bool = True
     REDIS_URL: str | None = None
     PORT: int = Field(default=3000, ge=1, le=65535)
     # Above common load-balancer idle timeouts (60 s): the balancer, not web, must close an idle

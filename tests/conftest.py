@@ -18,6 +18,12 @@ from tests.durable_redis import DurableRedis
 from tests.sandboxing import open_for_the_sandbox
 from tests.unattended import UNATTENDED
 
+# The scenarios written before answers streamed read "the answer is in the thread" as "the turn
+# is over", which a streamed answer is not yet; they pin the card-and-post path, and the
+# streaming scenarios (tests/e2e/test_streaming.py, tests/gateway/delivery/test_streams.py)
+# turn streaming on themselves. Every stack a test starts inherits this environment.
+os.environ.setdefault("SLACK_STREAMING", "off")
+
 # Never the developer's REDIS_URL: these tests flush the database they are given.
 REQUESTED_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 

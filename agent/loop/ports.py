@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel
 
 from agent.messages import Message, ToolCall
+from agent.model.base import StreamListener
 from agent.projection.report import ProjectionRepair
 from agent.tools.base import ToolResult
 from agent.tools.policy import ApprovalDecision
@@ -40,6 +41,18 @@ class TurnSink(Protocol):
     def repaired(self, step: int, repair: ProjectionRepair) -> None:
         """The projection for `step`'s model request repaired the history in a new way (it is
         told once per change, not before every request); keep it on the session's record."""
+        ...
+
+
+class StepText(Protocol):
+    """Where a step's text goes while the model writes it, so the thread can show it live."""
+
+    def listener(self, step: int) -> StreamListener:
+        """Hears the step's text deltas as they stream in (and a restart when it is asked again)."""
+        ...
+
+    def written(self, step: int, text: str, calls: list[ToolCall]) -> None:
+        """The step's answer is complete: its whole text and the calls it asks for."""
         ...
 
 

@@ -34,6 +34,7 @@ from agent.loop.ports import (
     NullReporter,
     ParkedStep,
     StepStarted,
+    StepText,
     ToolCallsStarted,
     ToolFinished,
     TurnEvent,
@@ -42,7 +43,7 @@ from agent.loop.ports import (
     TurnSink,
 )
 from agent.messages import Message, ToolCall
-from agent.model.base import ChatModel, ModelRequest, ModelResponse
+from agent.model.base import ChatModel, ModelRequest, ModelResponse, StreamListener
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
@@ -98,6 +99,7 @@ class Loop:
         config: LoopConfig = LoopConfig(),
         reporter: TurnReporter | None = None,
         deferrals: DeferredResults | None = None,
+        live: StepText | None = None,
     ) -> None:
         self.model = model
         self.executor_factory = executor_factory
@@ -109,6 +111,7 @@ class Loop:
         self.config = config
         self.reporter = reporter or NullReporter()
         self.deferrals = deferrals or NoDeferredResults()
+        self.live = live
         self.turn_id = ""
         self.stopping = TurnStopping(sink, config.deadline_s)
         self.signal = self.stopping.signal
@@ -175,6 +178,8 @@ class Loop:
         calls = normalize_call_ids(response.message.tool_calls, self._seen_ids)
         usage = answer_usage(response, request, self.keeper.overhead)
         self._record_step(StepBegin(uuid=step_uuid, turn_id=turn_id, step=step, usage=usage), response, calls)
+        if self.live is not None:
+            self.live.written(step, response.message.text(), calls)
         if not calls:
             self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)
             return response.message.text()
@@ -196,10 +201,12 @@ class Loop:
         """The model's answer and the request it answered."""
         strict = False
         overflows = 0
+        listener = self.live.listener(step) if self.live is not None else None
         while True:
             request = await self._request(strict, step)
+            asked = self.model.complete(request, listener) if listener else self.model.complete(request)
             try:
-                return await self.stopping.cancellable(self.model.complete(request), turn_id, step), request
+                return await self.stopping.cancellable(asked, turn_id, step), request
             except StructureRejectedError as error:
                 if strict:
                     raise TurnStopped(
@@ -207,12 +214,14 @@ class Loop:
                     ) from None
                 log.warning("provider rejected the message structure; resending once, strictly")
                 strict = True
+                _restart(listener)
             except ContextOverflowError:
                 overflows += 1
                 try:
                     await self.keeper.recover_from_overflow(turn_id, step, overflows, request)
                 except ContextTooLargeError as error:
                     raise TurnStopped(failed_outcome(str(error), step)) from None
+                _restart(listener)
             except ModelError as error:
                 raise TurnStopped(failed_outcome(model_failure_text(error), step)) from None
 
@@ -357,6 +366,12 @@ class Loop:
         assert reason is not None, "a parked turn has not ended"
         record = TurnEnded(turn_id=turn_id, reason=reason, error=outcome.error)
         self.sink.record(record, f"{turn_id}:ended")
+
+
+def _restart(listener: StreamListener | None) -> None:
+    """The step is asked again: the text heard from the refused attempt is void."""
+    if listener is not None:
+        listener.on_restart()
 
 
 class _KeeperHost:

@@ -47,6 +47,7 @@ class Reply:
     gate: threading.Event | None = None  # hold the answer until the test sets it
     reasoning: str | None = None  # sent as `reasoning_content` (always, empty, on a thinking fake)
     usage: bool = True  # False: the answer reports no usage, as some local servers do
+    text_every_s: float = 0.0  # stream: pause before each text piece after the first (a slow writer)
 
 
 def text(value: str) -> Reply:
@@ -83,6 +84,7 @@ class FakeLLM:
         self.default: Callable[[dict[str, Any]], Reply] = default or (lambda body: text("ok"))
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[tuple[dict[str, Any], str]] = []
+        self.first_text_at: list[float] = []  # time.time() each streamed answer's first text went out
         self._script: queue.Queue[Reply] = queue.Queue()
         self._lock = threading.Lock()
         self._server = LocalServer(_handler_for(self), "fake-llm")
@@ -364,11 +366,20 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             events = _stream_events(reply, model, usage)
             limit = reply.cut_stream_after
+            texts = 0
             for count, event in enumerate(events):
                 if limit is not None and count >= limit:
                     self.close_connection = True
                     return
+                delta = (event.get("choices") or [{}])[0].get("delta") or {}
+                has_text = bool(delta.get("content"))
+                if has_text and texts and reply.text_every_s:
+                    time.sleep(reply.text_every_s)
                 self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                if has_text and not texts:
+                    with fake._lock:
+                        fake.first_text_at.append(time.time())
+                texts += has_text
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")
 

@@ -6,7 +6,9 @@ newest snapshot in the session's progress hash (`SessionStore.card_snapshot`), w
 that grows with every snapshot. A snapshot written after the entry marks the turn in
 `cards_pending`; the delivery shows pending cards before the next notice it posts and at the
 end of each run, so a card never falls behind what follows it (the final card before the answer).
-Edits of a running card come at most every `EDIT_EVERY_S`; a snapshot that arrives sooner stays
+While the session's steps stream (gateway.delivery.streams) no card is posted: the streams show
+the tool calls; a card already in the thread is still edited. Edits of a running card come at
+most every `EDIT_EVERY_S`; a snapshot that arrives sooner stays
 pending and a delivery is scheduled for when the card may change again. A final snapshot is
 shown at once.
 """
@@ -14,6 +16,7 @@ shown at once.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
@@ -52,8 +55,15 @@ def version_note(turn_id: str) -> str:
 
 
 class Cards:
-    def __init__(self, store: SessionStore, poster: ThreadPoster, status: AssistantStatus) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        poster: ThreadPoster,
+        status: AssistantStatus,
+        streaming: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.store = store
+        self.streaming = streaming
         self.poster = poster
         self.ledger = poster.ledger
         self.status = status
@@ -71,6 +81,13 @@ class Cards:
             self._settle(turn_id, int(applied))
             return
         self._show(turn_id, version, card)
+
+    def show_skipped(self, turn_id: str) -> None:
+        """Streaming was refused: the turn's card, skipped while its steps were to stream, is
+        posted after all (with its newest snapshot)."""
+        if self.ledger.ts(f"card:{turn_id}") is None:
+            self.ledger.set_note(version_note(turn_id), str(LEGACY_VERSION - 1))
+            self.show(turn_id)
 
     def show_due(self) -> None:
         """Show pending snapshots of cards already in the thread whose card may change now: a
@@ -90,9 +107,10 @@ class Cards:
     def _show(self, turn_id: str, version: int, card: TurnCard) -> None:
         entry = f"card:{turn_id}"
         ts = self.ledger.ts(entry)
-        if ts is None and not (card.tools or card.note):
+        if ts is None and (not (card.tools or card.note) or self.streaming()):
             # Nothing to show yet but "working": the status says that without a message, and a
-            # turn that only thinks and answers leaves no card behind.
+            # turn that only thinks and answers leaves no card behind. While steps stream, their
+            # tool calls show as tasks under their text: no card repeats them.
             self._shown(entry, version, card)
             return
         if ts is None:

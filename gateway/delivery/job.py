@@ -20,12 +20,13 @@ from gateway.delivery.lock import LOCK_TTL_MS, DeliveryLock
 from gateway.delivery.notices import NoticePosting
 from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
+from gateway.delivery.streams import StepStreams
 from gateway.delivery.timers import deliver_later
 from gateway.slack_client import web_client
 from jobs import runtime
 from jobs.keys import SessionKey, delivering_key, slack_pause_key
 from jobs.queues import delivery_started
-from jobs.session.notices import Notice, ProgressNotice
+from jobs.session.notices import LiveNotice, Notice, ProgressNotice
 from jobs.session.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,8 @@ def deliver(session_key: str) -> int:
         return 0  # a sub-agent has no thread; what people see of it goes through its root's
     redis = runtime.redis_client()
     delivery_started(redis, key)
-    return Delivery(SessionStore(redis, key), web_client(runtime.settings())).run()
+    settings = runtime.settings()
+    return Delivery(SessionStore(redis, key), web_client(settings), streaming=settings.SLACK_STREAMING).run()
 
 
 class RateLimited(Exception):
@@ -74,14 +76,15 @@ class RateLimited(Exception):
 
 
 class Delivery:
-    def __init__(self, store: SessionStore, client: WebClient) -> None:
+    def __init__(self, store: SessionStore, client: WebClient, *, streaming: bool = True) -> None:
         self.store = store
         self.redis = store.redis
         self.key = store.key
         self.poster = ThreadPoster(store, client)
         self.status = AssistantStatus(store, client, self.poster.ledger)
-        self.cards = Cards(store, self.poster, self.status)
-        self.posting = NoticePosting(self.poster, self.status)
+        self.streams = StepStreams(store, self.poster, enabled=streaming)
+        self.cards = Cards(store, self.poster, self.status, streaming=self.streams.streaming)
+        self.posting = NoticePosting(self.poster, self.status, self.streams)
 
     def run(self) -> int:
         paused_ms = self.redis.pttl(slack_pause_key(self.key.team))
@@ -97,7 +100,8 @@ class Delivery:
                 return handled
             with lock:
                 try:
-                    handled += self._run_locked()
+                    done, waiting = self._run_locked()
+                    handled += done
                 except RateLimited as limited:
                     # Not now: the scheduled retry goes on once Slack's Retry-After has passed.
                     log.warning(
@@ -106,16 +110,18 @@ class Delivery:
                     self.redis.set(slack_pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
                     deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
                     return handled
-            if not self._pending():
+            # A step still streaming holds the cursor: its next publish (or timer) comes back.
+            if waiting or not self._pending():
                 return handled
 
-    def _run_locked(self) -> int:
+    def _run_locked(self) -> tuple[int, bool]:
+        """Notices handled, and whether a step still streaming holds the cursor."""
         if self._pending():
             deliver_later(self.redis, self.key, "watchdog", WATCHDOG_S)
-        handled = self._drain()
+        handled, waiting = self._drain()
         self.cards.show_due()
         self.cards.refresh_status()
-        return handled
+        return handled, waiting
 
     def _pending(self) -> bool:
         return bool(self.store.notices(after=self._cursor(), count=1))
@@ -123,16 +129,32 @@ class Delivery:
     def _cursor(self) -> str | None:
         return self.store.meta.read().delivered
 
-    def _drain(self) -> int:
+    def _drain(self) -> tuple[int, bool]:
         entries = self.store.notices(after=self._cursor())
-        for notice_id, notice in entries:
+        for handled, (notice_id, notice) in enumerate(entries):
             if not isinstance(notice, ProgressNotice):
                 # Cards already in the thread catch up first: the final card before the answer.
                 self._deliver_one(notice_id, notice, self.cards.show_due)
-            # A turn's one progress entry shows its newest card, at the place of its first snapshot.
-            self._deliver_one(notice_id, notice)
+            if isinstance(notice, LiveNotice):
+                if not self._stream(notice_id, notice):
+                    return handled, True
+            else:
+                # A turn's one progress entry shows its newest card, at the place of its first snapshot.
+                self._deliver_one(notice_id, notice)
             self.store.meta.set_delivered(notice_id)
-        return len(entries)
+        return len(entries), False
+
+    def _stream(self, notice_id: str, notice: LiveNotice) -> bool:
+        """Show the step's stream as far as it is written; True once the cursor may pass it."""
+        try:
+            streaming = self.streams.streaming()
+            done = self.streams.deliver(notice)
+            if streaming and not self.streams.streaming():  # refused just now: the card is due after all
+                self.cards.show_skipped(notice.turn_id)
+            return done
+        except SlackApiError as error:
+            self._failed(notice_id, notice, error)  # raises unless no retry can help
+            return True
 
     def _deliver_one(self, notice_id: str, notice: Notice, step: Callable[[], None] | None = None) -> None:
         try:

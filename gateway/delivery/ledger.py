@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import time
 
+from redis.typing import EncodableT, FieldT
+
 from jobs.keys import in_flight_key, ledger_key, ledger_notes_key
 from jobs.redis_text import text
 from jobs.session.store import SessionStore
+
+Notes = dict[FieldT, EncodableT]  # ledger notes written together
 
 
 class Ledger:
@@ -41,6 +45,17 @@ class Ledger:
         pipe.hset(self.ts_key, entry, ts)
         pipe.hdel(self.flight_key, entry)
         pipe.execute()
+
+    def record_with_notes(self, entry: str, ts: str, notes: Notes) -> None:
+        """`record`, and the facts that go with it, in one step: a crash keeps all or none."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(self.ts_key, entry, ts)
+        pipe.hdel(self.flight_key, entry)
+        pipe.hset(self.notes_key, mapping=notes)
+        pipe.execute()
+
+    def set_notes(self, notes: Notes) -> None:
+        self.redis.hset(self.notes_key, mapping=notes)
 
     def note(self, name: str) -> str | None:
         """Small facts delivery keeps beside the ledger (how an answer was split, card timings)."""

@@ -15,6 +15,7 @@ from gateway.delivery.files import post_session_file
 from gateway.delivery.ledger import Ledger
 from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
+from gateway.delivery.streams import StepStreams
 from gateway.render import approval_card
 from gateway.render import notices as render
 from gateway.render.notices import SlackMessage
@@ -42,15 +43,17 @@ COMPACTION_MESSAGE = "compaction_message"  # ledger note: ts of the running comp
 
 
 class NoticePosting:
-    def __init__(self, poster: ThreadPoster, status: AssistantStatus) -> None:
+    def __init__(self, poster: ThreadPoster, status: AssistantStatus, streams: StepStreams) -> None:
         self.poster = poster
+        self.streams = streams
         self.ledger = poster.ledger
         self.status = status
         self.session = poster.key
 
     def post(self, notice_id: str, notice: Notice) -> None:
         if isinstance(notice, AnswerNotice):
-            post_answer(self.poster, notice_id, notice.text)
+            if not self.streams.answered(notice):  # a streamed answer is in the thread already
+                post_answer(self.poster, notice_id, notice.text)
             self.status.clear()
         elif isinstance(notice, ApprovalRequestNotice):
             self._approval_request(notice)

@@ -33,7 +33,7 @@ class ThreadPoster:
 
     def post_once(self, entry: str, message: SlackMessage) -> tuple[str, bool]:
         """Post `message` for `entry` unless the thread has it already: (its ts, posted now)."""
-        known = self._known(entry, lambda m: _metadata_entry(m) == entry)
+        known = self.known(entry, lambda m: _metadata_entry(m) == entry)
         if known:
             return known, False
         self.ledger.begin(entry)
@@ -59,7 +59,7 @@ class ThreadPoster:
         self, entry: str, filename: str, content: str | bytes, comment: str | None, title: str | None = None
     ) -> str | None:
         """Attach `content` as a file in the thread, once; returns the ts of its message if known."""
-        known = self._known(entry, lambda m: any(f.get("name") == filename for f in m.get("files") or []))
+        known = self.known(entry, lambda m: any(f.get("name") == filename for f in m.get("files") or []))
         if known:
             return known
         self.ledger.begin(entry)
@@ -82,7 +82,8 @@ class ThreadPoster:
     def pace(self) -> None:
         wait_for_post_slot(self.store.redis, self.key.team, self.key.channel)
 
-    def _known(self, entry: str, matches: Any) -> str | None:
+    def known(self, entry: str, matches: Any) -> str | None:
+        """The ts of `entry`'s message: recorded, or found in the thread after a lost answer."""
         ts = self.ledger.ts(entry)
         if ts:
             return ts

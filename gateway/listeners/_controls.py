@@ -6,17 +6,20 @@ here; `jobs.control` records what was done and tells the thread through notices.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Literal
 
 from gateway.deps import Deps
 from jobs import control
 from jobs.keys import SessionKey
 from jobs.quotas import budget_quotas, spent_budget
+from jobs.session.feedback import SHOWN_LATEST, Feedback
 from jobs.session.state import session_exists
 from jobs.usage import prices, utc_day
 
 Verb = Literal["cancel", "resume", "status", "compact"]
 
+_VOTE_EMOJI = {"up": "👍", "down": "👎"}
 NO_SESSION = "There is no agent session in that thread."
 THREAD_WORDS: dict[str, Verb] = {
     "!stop": "cancel",
@@ -74,7 +77,23 @@ def describe(status: control.SessionStatus) -> str:
         parts.append(f"last turn: {status.last_turn_reason}")
     if status.usage:
         parts.append(f"model usage: {status.usage}")
-    return " · ".join(parts) + "."
+    return " · ".join(parts) + "." + _feedback(status.feedback)
+
+
+def _feedback(ratings: list[Feedback]) -> str:
+    """The tally of 👍/👎 on answers, and the latest ratings: who, which, when."""
+    if not ratings:
+        return ""
+    ups = sum(1 for one in ratings if one.vote == "up")
+    latest = ", ".join(
+        f"{_VOTE_EMOJI[one.vote]} <@{one.user}> <!date^{int(one.at)}^{{date_short}} {{time}}|{_utc(one.at)}>"
+        for one in reversed(ratings[-SHOWN_LATEST:])
+    )
+    return f"\nFeedback on answers: 👍 {ups} · 👎 {len(ratings) - ups} (latest: {latest})."
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _count(number: int, noun: str, tail: str) -> str:

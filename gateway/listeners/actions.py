@@ -21,16 +21,19 @@ from gateway import payload
 from gateway.authz import NOT_A_MEMBER
 from gateway.delivery.ledger import Ledger
 from gateway.delivery.notices import shown_request
+from gateway.delivery.streams import answered_turn_note
 from gateway.deps import Deps
 from gateway.listeners._controls import act
 from gateway.render import buttons
 from gateway.render.approval_card import shows_whole_call, too_long_text
+from gateway.render.feedback import FEEDBACK, FeedbackValue
 from gateway.render.text import code_sections
 from jobs import log_context
 from jobs.control import decide_approval
 from jobs.keys import SessionKey, action_dedupe_key
 from jobs.session.approvals import Decision
 from jobs.session.dedupe import claim, release
+from jobs.session.feedback import record_feedback
 from jobs.session.state import session_exists
 from jobs.session.store import SessionStore
 
@@ -38,6 +41,7 @@ log = logging.getLogger(__name__)
 
 STALE = "That button no longer belongs to a session here."
 REPLAYED = "That click was already received; it was not done again."
+THANKS = "Thanks, your feedback on that answer was recorded."
 NOT_SHOWN = "Not approved: that request's card was never shown in this thread."
 Handler = Callable[[Deps, buttons.ButtonValue, str], str | list[dict[str, Any]]]
 
@@ -52,6 +56,38 @@ def register(app: App, deps: Deps) -> None:
     }
     for action_id, handler in handlers.items():
         app.action(action_id)(_listener(deps, handler))
+    app.action(FEEDBACK)(_feedback_listener(deps))
+
+
+def _feedback_listener(deps: Deps) -> Callable[..., None]:
+    """👍/👎 under an answer: recorded against its turn for people who may see the thread."""
+
+    def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any], respond: Respond) -> None:
+        ack()
+        user = payload.text(payload.section(body, "user"), "id")
+        value = FeedbackValue.decode(action.get("value"))
+        if value is None or not _rates_this_thread(deps, body, value):
+            return _tell(respond, STALE)
+        if not deps.authz.may_see(value.session, user):
+            return _tell(respond, NOT_A_MEMBER)
+        record_feedback(deps.redis, value.session, value.turn_id, user, value.vote)
+        log.info("feedback %s by %s on turn %s of %s", value.vote, user, value.turn_id, value.session)
+        _tell(respond, THANKS)
+
+    return on_feedback
+
+
+def _rates_this_thread(deps: Deps, body: Mapping[str, Any], value: FeedbackValue) -> bool:
+    """The value names the thread the buttons are in, and an answer threadline streamed there."""
+    container = body.get("container")
+    container = container if isinstance(container, Mapping) else {}
+    session = value.session
+    return (
+        session.team == _team(body)
+        and session.channel == container.get("channel_id")
+        and session.thread_ts == container.get("thread_ts")
+        and bool(Ledger(SessionStore(deps.redis, session)).note(answered_turn_note(value.turn_id)))
+    )
 
 
 def _listener(deps: Deps, handler: Handler) -> Callable[..., None]:

@@ -283,10 +283,19 @@ def _find_button(
         for element in block.get("elements") or []:
             if element.get("action_id") != action_id:
                 continue
-            if value is None or element.get("value") == value:
-                # Slack gives a block without an id one of its own, stable for the message.
-                return block.get("block_id") or f"b{index}", element
+            for clicked in _clickable(element):
+                if value is None or clicked.get("value") == value:
+                    # Slack gives a block without an id one of its own, stable for the message.
+                    return block.get("block_id") or f"b{index}", clicked
     return None
+
+
+def _clickable(element: dict[str, Any]) -> list[dict[str, Any]]:
+    """The buttons of an element: itself, or a feedback element's 👍 and 👎 (each its own value)."""
+    if element.get("type") != "feedback_buttons":
+        return [element]
+    sides = [element.get("positive_button") or {}, element.get("negative_button") or {}]
+    return [{**side, "action_id": element.get("action_id"), "type": "feedback_buttons"} for side in sides]
 
 
 def _current_statuses(history: list[dict[str, Any]]) -> dict[str, str]:

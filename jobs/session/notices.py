@@ -56,10 +56,21 @@ class ProgressNotice(_Notice):
 
 
 class AnswerNotice(_Notice):
-    """The model's answer, in Markdown."""
+    """The model's answer, in Markdown. `step`: the model step that wrote it, whose live
+    stream (jobs.session.live) may have shown it already."""
 
     kind: Literal["answer"] = "answer"
     text: str
+    step: int | None = None
+
+
+class LiveNotice(_Notice):
+    """A model step's live text and tool calls: the outbox entry placing its stream in the
+    thread. The content is in the session's live hash (jobs.session.live), read when delivered."""
+
+    kind: Literal["live"] = "live"
+    turn_id: str
+    step: int
 
 
 class ErrorNotice(_Notice):
@@ -144,6 +155,7 @@ class ReactionNotice(_Notice):
 Notice = Annotated[
     ProgressNotice
     | AnswerNotice
+    | LiveNotice
     | ErrorNotice
     | UnknownResultNotice
     | CancelledNotice

@@ -48,6 +48,7 @@ from jobs.settings import Settings
 from jobs.turn.attachments import Attachments
 from jobs.turn.drain import drainable
 from jobs.turn.event_loop import run_coroutine
+from jobs.turn.live import LiveSteps, TeeReporter
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
@@ -115,6 +116,9 @@ class TurnRunner:
         self.info = child_info(store)
         job = get_current_job()
         self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
+        # A sub-agent has no thread of its own: only a root's steps stream.
+        streaming = settings.SLACK_STREAMING and self.info is None and not store.key.is_subagent
+        self.live = LiveSteps(store, self.turn_id) if streaming else None
 
     def run(self) -> str:
         with bound(turn=self.turn_id):
@@ -240,8 +244,9 @@ class TurnRunner:
             tool_declarations=tools.declarations,
             needs_approval=approval_check(registry, workspace, policy),
             config=self._config(),
-            reporter=reporter,
+            reporter=TeeReporter(reporter, self.live) if self.live is not None else reporter,
             deferrals=StepWaits(self.store),
+            live=self.live,
         )
 
     def _config(self) -> LoopConfig:
@@ -278,6 +283,8 @@ class TurnRunner:
             return self._handed_back(outcome, reporter)
         if reporter is not None:
             reporter.finish(ENDINGS[outcome.reason].card)  # type: ignore[arg-type]  # agent's ENDINGS types card states as str
+        if self.live is not None:
+            self.live.close()
         by = cancel_requested_by(self.store.redis, self.store.key)
         self.store.redis.delete(cancel_key(self.store.key))
         self.store.meta.clear_parked_step()
@@ -294,6 +301,8 @@ class TurnRunner:
         return outcome.reason
 
     def _parked(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        if self.live is not None:
+            self.live.close(parked=True)
         set_state(self.store, ENDINGS[outcome.reason].state)  # type: ignore[arg-type]  # agent's ENDINGS types states as str
         if outcome.reason == "awaiting_approval":
             if reporter is not None:
@@ -307,6 +316,8 @@ class TurnRunner:
         but the card's last state."""
         if reporter is not None:
             reporter.finish("handed_back")
+        if self.live is not None:
+            self.live.close(parked=True)
         self.store.meta.request_resume(HANDED_BACK_BY)
         set_state(self.store, "queued")
         log.info("turn %s of %s handed back after %d steps: the worker is stopping", self.turn_id,
@@ -327,9 +338,8 @@ class TurnRunner:
         turn = self.turn_id
         if outcome.reason == "completed":
             # A copied `@Dana (U123)` posts as a real mention (jobs.mentions).
-            return [
-                AnswerNotice(turn_id=turn, text=for_slack(outcome.answer or "(the model gave no answer)"))
-            ]
+            answer = for_slack(outcome.answer or "(the model gave no answer)")
+            return [AnswerNotice(turn_id=turn, text=answer, step=outcome.steps or None)]
         if outcome.reason == "cancelled":
             who = f" by <@{by}>" if by else ""
             return [CancelledNotice(turn_id=turn, by=by, text=f"Stopped{who}. `!resume` continues.")]

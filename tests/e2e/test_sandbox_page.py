@@ -11,6 +11,8 @@ import httpx
 import pytest
 
 from agent.testing import FakeLLM, calls, text
+from gateway.listeners.actions import THANKS
+from gateway.render.feedback import FEEDBACK
 from gateway.sandbox.events import TEAM_ID
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.page import PERSON, SandboxPage, slack_text
@@ -60,7 +62,7 @@ def test_a_mention_typed_in_the_page_is_answered_in_its_thread(
 def test_a_thread_reply_steers_the_session_and_a_click_approves(
     make_stack, fake_slack: FakeSlack, fake_llm: FakeLLM, tmp_path
 ):
-    stack = make_stack(APPROVAL_WAIVED_TOOLS="", SLACK_APPROVERS=PERSON.id, workers=2)
+    stack = make_stack(APPROVAL_WAIVED_TOOLS="", SLACK_APPROVERS=PERSON.id, workers=2, SLACK_STREAMING="on")
     sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
     fake_llm.script(calls(("c1", "shell", {"command": "touch ran"})), text("done it"), text("noted"))
     try:
@@ -84,6 +86,15 @@ def test_a_thread_reply_steers_the_session_and_a_click_approves(
             assert page.post("/api/say", json=reply).json()["statuses"] == [200]  # a message event only
             wait_for(lambda: "noted" in _texts(fake_slack, root), what="the answer to the reply")
             assert fake_llm.accepted()[-1]["messages"][-1]["content"] == f"<@{PERSON.id}>: thanks"
+
+            # the streamed answer's 👍, clicked on the page
+            answer = wait_for(lambda: next((m for m in bot_messages(fake_slack, CHANNEL, root)
+                                            if "noted" in shown(m) and m.get("blocks")), None),
+                              what="the answer's feedback buttons")  # fmt: skip
+            up = answer["blocks"][-1]["elements"][0]["positive_button"]["value"]
+            click = {"channel": CHANNEL, "message_ts": answer["ts"], "action_id": FEEDBACK, "value": up}
+            assert page.post("/api/click", json=click).json() == {"ok": True, "statuses": [200]}
+            assert page.get("/api/state").json()["ephemeral"][-1]["text"] == THANKS
     finally:
         sandbox.stop()
 

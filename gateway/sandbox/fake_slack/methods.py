@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from gateway.sandbox.fake_slack import agent_sessions
+from gateway.sandbox.fake_slack import agent_sessions, streams
 from gateway.sandbox.fake_slack.state import (
     BOT_ID,
     BOT_USER_ID,
@@ -60,6 +60,9 @@ class SlackMethods:
             "apps.connections.open": self.connections_open,
             "chat.postMessage": self.post_message,
             "chat.update": self.update,
+            "chat.startStream": lambda args: streams.start_stream(self.state, args),
+            "chat.appendStream": lambda args: streams.append_stream(self.state, args),
+            "chat.stopStream": lambda args: streams.stop_stream(self.state, args),
             "chat.delete": self.delete,
             "chat.postEphemeral": self.post_ephemeral,
             "chat.getPermalink": self.permalink,

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, quote, urlparse
 
 from agent.testing import LocalServer, QuietHandler
 from gateway.manifest import BOT_EVENTS, BOT_SCOPES
-from gateway.sandbox.fake_slack import agent_sessions
+from gateway.sandbox.fake_slack import agent_sessions, streams
 from gateway.sandbox.fake_slack.methods import SlackMethods
 from gateway.sandbox.fake_slack.state import (
     BOT_USER_ID,
@@ -96,6 +96,15 @@ class FakeSlack:
     def inject(self, fault: Fault) -> None:
         with self.state.lock:
             self.state.faults.append(fault)
+
+    def refuse_streaming(self, channel: str = "*") -> None:
+        """chat.startStream answers method_not_supported_for_channel_type there ("*": everywhere)."""
+        with self.state.lock:
+            self.state.streaming_refused.add(channel)
+
+    def close_streams(self) -> int:
+        """Slack closes every open stream (idle or too long); returns how many were open."""
+        return streams.close_streams(self.state)
 
     def recover(self) -> None:
         """Drop every fault still pending: Slack answers normally again."""
@@ -293,7 +302,7 @@ def _parse_args(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
         args.update(json.loads(raw or b"{}"))
     elif raw and "multipart/form-data" not in content_type:
         args.update(parse_qsl(raw.decode()))
-    for name in ("blocks", "attachments", "metadata", "files", "loading_messages"):
+    for name in ("blocks", "attachments", "metadata", "files", "loading_messages", "chunks"):
         if isinstance(args.get(name), str):
             try:
                 args[name] = json.loads(args[name])

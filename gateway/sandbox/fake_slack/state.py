@@ -101,6 +101,8 @@ class SlackState:
     granted_scopes: list[str] | None = None
     # The bot events the app subscribes to; None: what threadline's manifest subscribes.
     bot_events: list[str] | None = None
+    # Channels where chat.startStream answers method_not_supported_for_channel_type ("*": all).
+    streaming_refused: set[str] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
     _clock: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 

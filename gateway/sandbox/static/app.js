@@ -122,6 +122,12 @@ function blockHtml(block, message) {
       const buttons = (block.elements || []).filter((e) => e.type === "button");
       return `<div class="actions">${buttons.map((e) => buttonHtml(e, message)).join("")}</div>`;
     }
+    case "context_actions": {
+      const feedback = (block.elements || []).filter((e) => e.type === "feedback_buttons");
+      const sides = feedback.flatMap((e) => [e.positive_button, e.negative_button]
+        .map((side) => ({ ...side, action_id: e.action_id })));
+      return `<div class="actions">${sides.map((e) => buttonHtml(e, message)).join("")}</div>`;
+    }
     case "rich_text":
       return `<div class="block">${(block.elements || []).map(richText).join("")}</div>`;
     default:
@@ -134,10 +140,24 @@ function filesHtml(message) {
   return files.map((file) => `<div class="file">📄 ${escapeHtml(file.title || file.name || "file")}</div>`).join("");
 }
 
+// A streamed message: its tool calls as a timeline of tasks, and a mark while it still grows.
+const TASK_ICONS = { pending: "○", in_progress: "◔", complete: "✓", error: "✗" };
+
+function tasksHtml(message) {
+  const tasks = (message.tasks || []).map((task) => {
+    const icon = TASK_ICONS[task.status] || "?";
+    const details = task.details ? ` <code>${escapeHtml(task.details)}</code>` : "";
+    const output = task.output ? ` — ${escapeHtml(task.output)}` : "";
+    return `<div class="task task-${escapeHtml(task.status)}">${icon} ${escapeHtml(task.title)}${details}${output}</div>`;
+  });
+  const growing = message.streaming ? `<div class="streaming">writing…</div>` : "";
+  return tasks.length || growing ? `<div class="tasks">${tasks.join("")}${growing}</div>` : "";
+}
+
 function contentHtml(message) {
   const blocks = message.blocks || [];
-  if (blocks.length) return blocks.map((block) => blockHtml(block, message)).join("") + filesHtml(message);
-  return `<div class="text">${mrkdwn(message.text)}</div>${filesHtml(message)}`;
+  if (blocks.length) return blocks.map((block) => blockHtml(block, message)).join("") + tasksHtml(message) + filesHtml(message);
+  return `<div class="text">${mrkdwn(message.text)}</div>${tasksHtml(message)}${filesHtml(message)}`;
 }
 
 // ---- messages --------------------------------------------------------------------------------------

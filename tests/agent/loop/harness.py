@@ -95,6 +95,7 @@ def run_turn(
     reporter: Heard | None = None,
     during: Any = None,
     model: Any = None,
+    live: Any = None,
 ) -> TurnOutcome:
     registry = default_registry()
     policy = policy or AllowAll()
@@ -115,6 +116,7 @@ def run_turn(
         needs_approval=approval_check(registry, workspace, policy),
         config=config or LoopConfig(),
         reporter=reporter,
+        live=live,
     )
 
     async def main() -> TurnOutcome:

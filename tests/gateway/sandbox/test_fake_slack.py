@@ -225,3 +225,44 @@ def test_the_status_line_takes_at_most_ten_loading_messages(fake_slack, client):
     )
     set_status(channel_id="C1", thread_ts=root, status="is working…", loading_messages=["Running shell…"])
     assert fake_slack.state.statuses[-1]["loading_messages"] == ["Running shell…"]
+
+
+def test_a_stream_grows_by_appends_and_is_refused_once_stopped(fake_slack, client):
+    root = thread(fake_slack)
+    who = {"recipient_user_id": "U1", "recipient_team_id": "T111"}
+    ts = client.chat_startStream(channel="C1", thread_ts=root, markdown_text="Hel", **who)["ts"]
+    client.chat_appendStream(channel="C1", ts=ts, chunks=[{"type": "markdown_text", "text": "lo"}])
+    task = {"type": "task_update", "id": "c1", "title": "shell", "status": "in_progress"}
+    client.chat_appendStream(channel="C1", ts=ts, chunks=[task])
+    client.chat_stopStream(channel="C1", ts=ts, chunks=[{**task, "status": "complete"}])
+    [message] = [m for m in fake_slack.thread("C1", root) if m.get("bot_id")]
+    assert message["text"] == "Hello" and not message["streaming"] and message["appends"] == 2
+    assert message["tasks"] == [{"id": "c1", "title": "shell", "status": "complete"}]
+    assert error_of(lambda: client.chat_appendStream(channel="C1", ts=ts, markdown_text="more")) == (
+        "message_not_in_streaming_state"
+    )
+    assert error_of(lambda: client.chat_stopStream(channel="C1", ts=ts)) == "message_not_in_streaming_state"
+
+
+def test_stream_calls_are_checked_as_slack_checks_them(fake_slack, client):
+    root = thread(fake_slack)
+    who = {"recipient_user_id": "U1", "recipient_team_id": "T111"}
+    start = client.chat_startStream
+    assert error_of(lambda: start(channel="C1", thread_ts=root, markdown_text="x")) == (
+        "invalid_arguments:recipient_user_id"  # a channel stream names whom it answers
+    )
+    assert error_of(lambda: start(channel="C1", thread_ts="1.000009", markdown_text="x", **who)) == (
+        "thread_not_found"
+    )
+    assert error_of(lambda: start(channel="C1", thread_ts=root, markdown_text="x" * 12_001, **who)) == (
+        "msg_too_long"
+    )
+    assert error_of(lambda: start(channel="C1", thread_ts=root, chunks=[{"type": "task_update"}], **who)) == (
+        "invalid_chunks"
+    )
+    ts = start(channel="C1", thread_ts=root, **who)["ts"]
+    assert error_of(lambda: client.chat_appendStream(channel="C1", ts=ts)) == "no_text"
+    fake_slack.refuse_streaming("C1")
+    assert error_of(lambda: start(channel="C1", thread_ts=root, markdown_text="x", **who)) == (
+        "method_not_supported_for_channel_type"
+    )

@@ -1,0 +1,134 @@
+"""Live answers end to end: real web and workers, the fake Slack and the fake model over HTTP.
+
+A turn's steps stream into the thread as the model writes them (text in several appends, tool
+calls as tasks); the answer carries feedback buttons whose clicks `/agent status` shows; a
+delivery worker killed mid-stream leaves one complete answer; where Slack refuses streaming the
+card and one answer post are what the thread gets.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agent.testing import Reply
+from gateway.listeners.actions import STALE, THANKS
+from gateway.render.feedback import FEEDBACK
+from gateway.sandbox.stack import THREADLINE
+from jobs.keys import SessionKey
+from jobs.session.store import SessionStore
+from tests.e2e.sessions import link, response_url, slash_command
+from tests.polling import wait_for
+from tests.slack_events import block_action, mention
+from tests.thread_view import bot_messages, responses, shown
+
+ANSWER = (
+    "Here is what I found: the workspace holds one file, and it says hi. Nothing else needed doing, "
+    "so I stopped there. Ask again if you want me to change it."
+)
+STREAMING = {"SLACK_STREAMING": "on"}
+
+
+def start(stack, fake_slack, words: str) -> SessionKey:
+    root = fake_slack.add_user_message("C111", f"<@UBOT0001> {words}", user="W222")
+    assert stack.send_event(mention(words, ts=root["ts"])).status_code == 200
+    return SessionKey(team="T111", channel="C111", thread_ts=root["ts"])
+
+
+def answered(fake_slack, key: SessionKey, text: str) -> dict:
+    def found() -> dict | None:
+        for message in bot_messages(fake_slack, key.channel, key.thread_ts):
+            if text in shown(message) and not message.get("streaming"):
+                return message
+        return None
+
+    return wait_for(found, timeout=60, what="the complete answer")
+
+
+def test_a_turn_streams_its_steps_and_its_answer_takes_feedback(make_stack, fake_slack, fake_llm, redis):
+    stack = make_stack(**STREAMING)
+    fake_llm.script(
+        Reply(text="Let me check the workspace.", tool_calls=[("c1", "shell", '{"command": "echo hi"}')]),
+        Reply(text=ANSWER, text_every_s=0.3),  # 11 pieces, ~3 s of writing: several appends
+    )
+    key = start(stack, fake_slack, "what is in the workspace?")
+    answer = answered(fake_slack, key, ANSWER)
+
+    appends = [c for c in fake_slack.calls("chat.appendStream") if c.args["ts"] == answer["ts"]]
+    texts = [chunk["text"] for c in appends for chunk in c.args["chunks"] if chunk["type"] == "markdown_text"]
+    assert len(texts) >= 2 and answer["text"] == ANSWER  # arrived in pieces, whole and once
+    assert not [c for c in fake_slack.calls("chat.postMessage") if ANSWER[:30] in str(c.args)]
+    step = next(
+        m for m in bot_messages(fake_slack, "C111", key.thread_ts) if "Let me check" in m.get("text", "")
+    )
+    assert [(t["id"], t["status"], t.get("details")) for t in step["tasks"]] == [
+        ("c1", "complete", "command: echo hi")
+    ]
+    assert float(step["ts"]) < float(answer["ts"])
+    cards = [m for m in bot_messages(fake_slack, "C111", key.thread_ts) if "Working" in shown(m)]
+    assert cards == []  # the steps show their calls: no card repeats them
+
+    [element] = answer["blocks"][-1]["elements"]
+    down = element["negative_button"]["value"]
+    assert rate(stack, fake_slack, key, answer, down, user="W333") == THANKS
+    # forged values: another turn, another thread than the one the buttons are in
+    forged_turn = json.dumps({**json.loads(down), "t": "turn-made-up.000000", "v": "up"})
+    assert rate(stack, fake_slack, key, answer, forged_turn, user="W444") == STALE
+    other = key.model_copy(update={"thread_ts": "1700000000.000009"})
+    assert rate(stack, fake_slack, other, answer, down) == STALE  # the buttons' thread is not the value's
+    status = slash_command(stack, fake_slack, f"status {link(fake_slack, key)}", user="W222")
+    assert "👍 0 · 👎 1" in status and "<@W333>" in status and "W444" not in status
+
+
+def rate(stack, fake_slack, key: SessionKey, answer: dict, value: str, user: str = "W222") -> str:
+    """Click a feedback button under the answer (in `key`'s thread); returns the clicker's answer."""
+    payload = block_action(
+        FEEDBACK, value, user=user, message_ts=answer["ts"], response_url=response_url(fake_slack)
+    )
+    payload["container"]["thread_ts"] = key.thread_ts
+    payload["actions"][0]["type"] = "feedback_buttons"
+    assert stack.send_interaction(payload).status_code == 200
+    return str(responses(fake_slack)[-1]["text"])
+
+
+def test_a_delivery_worker_killed_mid_stream_leaves_one_complete_answer(
+    make_stack, fake_slack, fake_llm, redis
+):
+    stack = make_stack(workers=0, **STREAMING)
+    stack.spawn("turns", [THREADLINE, "worker", "--role", "turns"])
+    stack.spawn("delivery", [THREADLINE, "worker", "--role", "delivery"])
+    fake_llm.script(Reply(text=ANSWER, text_every_s=0.5))  # ~5 s of writing
+    key = start(stack, fake_slack, "tell me slowly")
+
+    def streaming() -> bool:
+        return any(
+            m.get("streaming") and m.get("appends") for m in bot_messages(fake_slack, "C111", key.thread_ts)
+        )
+
+    wait_for(streaming, timeout=30, what="a stream with appended text")
+    stack.kill("delivery")
+    stack.spawn("delivery-again", [THREADLINE, "worker", "--role", "delivery"])
+    answer = answered(fake_slack, key, ANSWER)
+
+    wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
+    texts = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
+    assert sum(ANSWER[:40] in t for t in texts) == 1 and shown(answer).count(ANSWER) == 1
+
+
+def test_where_slack_refuses_streaming_the_card_and_one_post_answer(make_stack, fake_slack, fake_llm, redis):
+    stack = make_stack(**STREAMING)
+    fake_slack.refuse_streaming("C111")
+    fake_llm.script(
+        Reply(text="Checking first.", tool_calls=[("c1", "shell", '{"command": "echo hi"}')]),
+        Reply(text=ANSWER),
+    )
+    key = start(stack, fake_slack, "what is in the workspace?")
+    answer = answered(fake_slack, key, ANSWER)
+
+    wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
+    messages = bot_messages(fake_slack, "C111", key.thread_ts)
+    assert [c.outcome for c in fake_slack.calls("chat.startStream")] == [
+        "method_not_supported_for_channel_type"
+    ]
+    assert not any(m.get("tasks") is not None for m in messages)
+    card = next(m for m in messages if "echo hi" in shown(m))
+    assert float(card["ts"]) < float(answer["ts"]) and shown(answer) == ANSWER
