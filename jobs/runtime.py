@@ -11,7 +11,9 @@ from agent.model.base import ChatModel
 from agent.model.demo import DemoModel
 from agent.model.openai import OpenAICompatibleModel
 from agent.model.retrying import RetryingModel
+from jobs import metrics
 from jobs.settings import Settings
+from jobs.turn.metered import MeteredModel
 
 
 @cache
@@ -32,10 +34,10 @@ def redis_from_url(url: str) -> Redis:
 def build_model(config: Settings) -> ChatModel:
     """The configured OpenAI-compatible endpoint, or the scripted demo model when there is none."""
     if not config.LLM_BASE_URL:
-        return DemoModel()
+        return MeteredModel(DemoModel())
     config.require("LLM_MODEL")
     timeout = httpx.Timeout(connect=10.0, read=config.LLM_TIMEOUT_SECONDS, write=30.0, pool=10.0)
     client = OpenAICompatibleModel(
         config.LLM_BASE_URL, config.LLM_MODEL or "", config.LLM_API_KEY, timeout=timeout
     )
-    return RetryingModel(client)
+    return RetryingModel(MeteredModel(client), on_retry=metrics.model_retried)

@@ -14,6 +14,7 @@ from agent.model.errors import (
     MalformedResponseError,
     ModelHTTPError,
     RetryableModelError,
+    RetryCause,
     StructureRejectedError,
 )
 from agent.redaction import http_error_summary, redact_text
@@ -103,7 +104,8 @@ def raise_for_status(response: httpx.Response) -> None:
     body = response.text
     lowered = body.lower()
     if status == 429 or status >= 500:
-        raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response))
+        cause: RetryCause = "rate_limited" if status == 429 else "server_error"
+        raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response), cause)
     # The body is read to classify the error, never put into its message (see errors.py).
     summary = f"model endpoint answered {http_error_summary(status, body)}"
     if status == 413 or any(marker in lowered for marker in _OVERFLOW_MARKERS):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from functools import cache
@@ -25,7 +26,7 @@ from agent.tools.executor import ToolExecutor
 from agent.tools.policy import ApprovalDecision, Approved, Approver, Expired, Rejected
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
-from jobs import runtime
+from jobs import metrics, runtime
 from jobs.control import cancel, cancel_requested_by
 from jobs.delegation.child_approvals import forward_approvals
 from jobs.delegation.children import active_children, child_info, forget_child
@@ -45,6 +46,7 @@ from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.drain import drainable
 from jobs.turn.event_loop import run_coroutine
+from jobs.turn.metered import MeteredReporter
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
@@ -111,6 +113,7 @@ class TurnRunner:
         self.info = child_info(store)
         job = get_current_job()
         self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
+        self.started_at: float | None = None  # when the loop started (perf_counter), for metrics
 
     def run(self) -> str:
         folder = load_fold(self.store)
@@ -195,6 +198,8 @@ class TurnRunner:
     def _start(self, reporter: CardReporter) -> None:
         job = get_current_job()
         set_state(self.store, "running", turn_id=self.turn_id, job=job.id if job else "")
+        self.started_at = time.perf_counter()
+        metrics.turn_started()
         self.store.meta.clear_resume_request()
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
@@ -217,8 +222,9 @@ class TurnRunner:
             tool_declarations=tools.declarations,
             needs_approval=approval_check(registry, workspace, policy),
             config=self._config(),
-            reporter=reporter,
+            reporter=MeteredReporter(reporter, registry.names),
             deferrals=StepWaits(self.store),
+            telemetry=metrics.projection_repaired,
         )
 
     def _config(self) -> LoopConfig:
@@ -243,6 +249,8 @@ class TurnRunner:
     # -- after ----------------------------------------------------------------------------
 
     def _finish(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        if self.started_at is not None:
+            metrics.turn_finished(outcome.reason, time.perf_counter() - self.started_at, outcome.steps)
         if outcome.reason in PARKED_REASONS:
             return self._parked(outcome, reporter)
         if outcome.reason == HANDED_BACK:

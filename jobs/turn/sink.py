@@ -74,6 +74,7 @@ class RedisTurnSink:
         save_checkpoint(self.store, history, through)
 
     def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+        asked_at = time.time()
         approvals = [
             Approval(
                 approval_id=f"{step_uuid}:{parked.call.id}",
@@ -84,6 +85,7 @@ class RedisTurnSink:
                 reason=parked.reason,
                 step_uuid=step_uuid,
                 turn_id=self.turn_id,
+                asked_at=asked_at,
             )
             for parked in calls
         ]
