@@ -15,30 +15,41 @@ answers at once, for RQ's forking `Worker` and for `SimpleWorker`, side by side:
 measures only the progress card's cost (issue 18): a turn of 10, 100 and 500 tool steps and its
 delivery, in-process; the Redis bytes the session holds after it (MEMORY USAGE of its keys, the
 outbox apart) and the bytes Redis received.
+
+    python -m bench.turns --metrics [--rounds 2] [--sessions 50] [--redis …]
+
+measures what Prometheus metrics cost (issue 21): dispatch latency and turns per second on
+SimpleWorker with metrics off (METRICS_PORT unset: values in process memory, never read) and on
+(METRICS_PORT set: multiprocess files, scraped every second during the run), alternating in the
+same run so both see the same machine, and the overhead in per cent.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import httpx
 from redis import Redis
 
 from agent.messages import assistant_message, user_message
 from agent.testing import FakeLLM, Reply, calls, text
 from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
+from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack, free_port
 from jobs.control import submit_input
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
 
 POLL_S = 0.001
+SCRAPE_EVERY_S = 1.0  # far more often than Prometheus' usual 15-60 s: an upper bound on its cost
 INFO_COMMAND_BYTES = len(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
 WORKERS = 2
 PROGRESS_STEPS = (10, 100, 500)
@@ -56,8 +67,10 @@ class Clock:
         return text("done")
 
 
-def start_workers(tmp: Path, redis_url: str, slack: FakeSlack, llm: FakeLLM, worker_class: str) -> Stack:
-    stack = Stack(tmp, redis_url, slack.api_url, llm.base_url, THREADLINE_WORKER_CLASS=worker_class)
+def start_workers(
+    tmp: Path, redis_url: str, slack: FakeSlack, llm: FakeLLM, worker_class: str, **env: str
+) -> Stack:
+    stack = Stack(tmp, redis_url, slack.api_url, llm.base_url, THREADLINE_WORKER_CLASS=worker_class, **env)
     for index in range(WORKERS):
         stack.spawn(f"worker{index}", [THREADLINE, "worker"])
     return stack
@@ -216,6 +229,74 @@ def run_class(worker_class: str, redis_url: str, sessions: int) -> dict[str, obj
     return {"latencies": latencies, "rate": rate, "bytes": written}
 
 
+class Scraper:
+    """Scrapes the workers' metrics every SCRAPE_EVERY_S while a run goes on, as Prometheus would."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.stop = threading.Event()
+        self.scrapes = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(SCRAPE_EVERY_S):
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.get(self.url, timeout=5).raise_for_status()
+                self.scrapes += 1
+
+    def __enter__(self) -> Scraper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) -> dict[str, float]:
+    redis = Redis.from_url(redis_url)
+    redis.flushdb()
+    clock = Clock()
+    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM(default=clock.reply).start()
+    port = free_port()
+    env = {"METRICS_PORT": str(port)} if metrics_on else {}
+    scraper = Scraper(f"http://127.0.0.1:{port}/metrics") if metrics_on else None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            stack = start_workers(Path(tmp), redis_url, slack, llm, "simple", **env)
+            try:
+                with scraper or contextlib.nullcontext():
+                    latencies = dispatch_latency(redis, slack, clock, f"lat-{tag}")
+                    rate = throughput(redis, slack, f"tp-{tag}", sessions)
+            finally:
+                stack.stop()
+    finally:
+        slack.stop()
+        llm.stop()
+    if scraper is not None and scraper.scrapes == 0:
+        raise RuntimeError("metrics on, yet the workers' METRICS_PORT never answered")
+    return {"dispatch": statistics.median(latencies), "rate": rate}
+
+
+def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
+    runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
+    for round_ in range(rounds):
+        for mode in ("off", "on"):
+            runs[mode].append(run_metrics_mode(mode == "on", redis_url, sessions, f"{mode}{round_}"))
+    dispatch = {mode: statistics.median(r["dispatch"] for r in got) for mode, got in runs.items()}
+    rate = {mode: statistics.median(r["rate"] for r in got) for mode, got in runs.items()}
+    print(f"{WORKERS} SimpleWorker processes; {rounds} rounds of off/on alternating; {sessions} sessions")
+    print(f"{'':32}{'metrics off':>14}{'metrics on':>14}{'overhead':>10}")
+    slower = (dispatch["on"] - dispatch["off"]) / dispatch["off"] * 100
+    label = "dispatch latency median (ms)"
+    print(f"{label:32}{dispatch['off']:>14.1f}{dispatch['on']:>14.1f}{slower:>9.1f}%")
+    fewer = (rate["off"] - rate["on"]) / rate["off"] * 100
+    print(f"{'turns per second':32}{rate['off']:>14.1f}{rate['on']:>14.1f}{fewer:>9.1f}%")
+    for mode in ("off", "on"):
+        shown = ", ".join(f"{r['dispatch']:.1f} ms / {r['rate']:.1f} t/s" for r in runs[mode])
+        print(f"  each round, metrics {mode}: {shown}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -223,9 +304,14 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     parser.add_argument("--progress", action="store_true", help="only the progress card's bytes")
+    parser.add_argument("--metrics", action="store_true", help="only what Prometheus metrics cost")
+    parser.add_argument("--rounds", type=int, default=2, help="--metrics: off/on pairs to run")
     args = parser.parse_args()
     if args.progress:
         progress_main(args.redis)
+        return
+    if args.metrics:
+        metrics_main(args.redis, args.sessions, args.rounds)
         return
     results = {name: run_class(name, args.redis, args.sessions) for name in ("fork", "simple")}
     print(f"{WORKERS} worker processes, model answers at once; {args.sessions} sessions for throughput")
