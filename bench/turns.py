@@ -21,7 +21,9 @@ outbox apart) and the bytes Redis received.
 measures what Prometheus metrics cost (issue 21): dispatch latency and turns per second on
 SimpleWorker with metrics off (METRICS_PORT unset: values in process memory, never read) and on
 (METRICS_PORT set: multiprocess files, scraped every second during the run), alternating in the
-same run so both see the same machine, and the overhead in per cent.
+same run so both see the same machine, and the overhead in per cent; the worker processes' CPU
+per turn (from /proc, hardly moved by other work on a shared machine); and the CPU one turn's
+metric updates take, timed alone in memory and in multiprocess files.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import argparse
 import contextlib
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -40,6 +44,7 @@ from redis import Redis
 
 from agent.messages import assistant_message, user_message
 from agent.testing import FakeLLM, Reply, calls, text
+from agent.tools.sandbox import descendants
 from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack, free_port
@@ -49,6 +54,7 @@ from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
 
 POLL_S = 0.001
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/<pid>/stat's CPU times
 SCRAPE_EVERY_S = 1.0  # far more often than Prometheus' usual 15-60 s: an upper bound on its cost
 INFO_COMMAND_BYTES = len(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
 WORKERS = 2
@@ -253,6 +259,18 @@ class Scraper:
         self.thread.join()
 
 
+def workers_cpu_s(stack: Stack) -> float:
+    """CPU seconds (user + system) the stack's processes and every process below them used so far:
+    unlike wall-clock figures, hardly moved by other work on a shared machine."""
+    total = 0.0
+    for process in stack.processes.values():
+        for pid in [process.pid, *descendants(process.pid)]:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return total
+
+
 def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) -> dict[str, float]:
     redis = Redis.from_url(redis_url)
     redis.flushdb()
@@ -267,7 +285,9 @@ def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) 
             try:
                 with scraper or contextlib.nullcontext():
                     latencies = dispatch_latency(redis, slack, clock, f"lat-{tag}")
+                    cpu_before = workers_cpu_s(stack)
                     rate = throughput(redis, slack, f"tp-{tag}", sessions)
+                    cpu_ms = (workers_cpu_s(stack) - cpu_before) * 1000 / sessions
             finally:
                 stack.stop()
     finally:
@@ -275,7 +295,38 @@ def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) 
         llm.stop()
     if scraper is not None and scraper.scrapes == 0:
         raise RuntimeError("metrics on, yet the workers' METRICS_PORT never answered")
-    return {"dispatch": statistics.median(latencies), "rate": rate}
+    return {"dispatch": statistics.median(latencies), "rate": rate, "cpu": cpu_ms}
+
+
+RECORDING_PROBE = """
+import sys, time
+from jobs import metrics
+def one_turn():  # what a one-step turn of this benchmark records, and its delivery's Slack calls
+    metrics.turn_started()
+    metrics.MODEL_SECONDS.labels("ok").observe(0.01)
+    metrics.MODEL_FIRST_TOKEN.observe(0.005)
+    metrics.MODEL_TOKENS.labels("input").inc(10)
+    metrics.MODEL_TOKENS.labels("output").inc(5)
+    metrics.turn_finished("completed", 0.02, 1)
+    for method in ("reactions.add", "chat.postMessage", "chat.update", "chat.postMessage", "reactions.add"):
+        metrics.slack_called(method, None)
+one_turn()
+turns = int(sys.argv[1])
+started = time.perf_counter()
+for _ in range(turns):
+    one_turn()
+print((time.perf_counter() - started) / turns * 1e6)
+"""
+
+
+def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
+    """Microseconds of CPU one turn's metric updates take, in memory or in multiprocess files."""
+    with tempfile.TemporaryDirectory() as directory:
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        if multiprocess:
+            env["PROMETHEUS_MULTIPROC_DIR"] = directory
+        command = [sys.executable, "-c", RECORDING_PROBE, str(turns)]
+        return float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
 
 
 def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
@@ -285,6 +336,7 @@ def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
             runs[mode].append(run_metrics_mode(mode == "on", redis_url, sessions, f"{mode}{round_}"))
     dispatch = {mode: statistics.median(r["dispatch"] for r in got) for mode, got in runs.items()}
     rate = {mode: statistics.median(r["rate"] for r in got) for mode, got in runs.items()}
+    cpu = {mode: statistics.median(r["cpu"] for r in got) for mode, got in runs.items()}
     print(f"{WORKERS} SimpleWorker processes; {rounds} rounds of off/on alternating; {sessions} sessions")
     print(f"{'':32}{'metrics off':>14}{'metrics on':>14}{'overhead':>10}")
     slower = (dispatch["on"] - dispatch["off"]) / dispatch["off"] * 100
@@ -292,8 +344,16 @@ def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
     print(f"{label:32}{dispatch['off']:>14.1f}{dispatch['on']:>14.1f}{slower:>9.1f}%")
     fewer = (rate["off"] - rate["on"]) / rate["off"] * 100
     print(f"{'turns per second':32}{rate['off']:>14.1f}{rate['on']:>14.1f}{fewer:>9.1f}%")
+    more = (cpu["on"] - cpu["off"]) / cpu["off"] * 100
+    print(f"{'worker CPU per turn (ms)':32}{cpu['off']:>14.1f}{cpu['on']:>14.1f}{more:>9.1f}%")
+    modes = (("in memory (METRICS_PORT unset)", False), ("in files (METRICS_PORT set)", True))
+    for mode, multiprocess in modes:
+        cost = statistics.median(recording_cost_us(multiprocess) for _ in range(3))
+        share = cost / 1000 / cpu["on"] * 100
+        print(f"  one turn's metric updates {mode}: {cost:.1f} µs of CPU, {share:.2f} % of a turn's")
     for mode in ("off", "on"):
-        shown = ", ".join(f"{r['dispatch']:.1f} ms / {r['rate']:.1f} t/s" for r in runs[mode])
+        shown = ", ".join(f"{r['dispatch']:.1f} ms, {r['rate']:.1f} t/s, {r['cpu']:.1f} CPU ms"
+                          for r in runs[mode])  # fmt: skip
         print(f"  each round, metrics {mode}: {shown}")
 
 

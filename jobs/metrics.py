@@ -122,11 +122,7 @@ REDIS_ERRORS = Counter(
 )
 
 
-def input_recorded(result: str) -> None:
-    """`result`: jobs.input's Recorded word, or "refused"."""
-    INPUTS.labels(INPUT_RESULTS.get(result, result)).inc()
-
-
+# jobs.input's words for what became of an input, as the metric counts them.
 INPUT_RESULTS = {
     "wire": "recorded",
     "inbox": "recorded",
@@ -134,6 +130,11 @@ INPUT_RESULTS = {
     "duplicate": "deduplicated",
     "no session": "ignored",
 }
+
+
+def input_recorded(result: str) -> None:
+    """`result`: jobs.input's Recorded word, or "refused"."""
+    INPUTS.labels(INPUT_RESULTS.get(result, result)).inc()
 
 
 def turn_started() -> None:

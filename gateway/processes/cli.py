@@ -7,7 +7,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from gateway.processes.metrics_dir import prepare_metrics_dir
+from gateway.processes.lifeline import SUPERVISOR_PID
+from gateway.processes.metrics_dir import keep_metrics_in_memory, prepare_metrics_dir
 from jobs.settings import Settings, SettingsError
 
 WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
@@ -48,8 +49,11 @@ def _manifest(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     metrics_port = Settings.load().METRICS_PORT
+    # Before prometheus_client is imported. The supervisor's children inherit its directory.
     if args.role == "all" and metrics_port is not None:
-        prepare_metrics_dir("worker")  # before prometheus_client is imported: the children inherit it
+        prepare_metrics_dir("worker")
+    elif args.role == "all" or SUPERVISOR_PID not in os.environ:
+        keep_metrics_in_memory()
     from gateway.processes.worker import supervise, work
     from jobs.turn.tools import check_approval_settings
 

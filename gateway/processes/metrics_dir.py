@@ -41,3 +41,8 @@ def _remove_at_exit(path: Path, owner_pid: int) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
     atexit.register(remove)
+
+
+def keep_metrics_in_memory() -> None:
+    """For a process whose metrics nobody serves: files there would pile up, never emptied."""
+    os.environ.pop(MULTIPROC_DIR, None)

@@ -33,7 +33,7 @@ import gateway.delivery.job
 import jobs.compaction_job
 import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
-from gateway.processes.lifeline import die_with_parent
+from gateway.processes.lifeline import SUPERVISOR_PID, die_with_parent
 from gateway.processes.logs import configure_logging
 from gateway.processes.rq_workers import (
     ConcurrentTurnWorker,
@@ -109,8 +109,6 @@ WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {
     "simple": DrainingSimpleWorker,
 }
 
-
-SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `supervise` for the workers it starts
 
 ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
 
