@@ -45,7 +45,7 @@ from gateway.processes.together import run_together
 from jobs import due_jobs, janitor, metrics, retention, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
-from jobs.settings import Settings
+from jobs.settings import Settings, SettingsError
 from jobs.storage import publish_storage
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
@@ -134,7 +134,11 @@ def serve_metrics(port: int) -> None:
     sum of what every RQ worker process of this supervisor wrote (multiprocess mode)."""
     registry = CollectorRegistry()
     MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # untyped upstream
-    start_http_server(port, registry=registry)
+    try:
+        start_http_server(port, registry=registry)
+    except OSError as error:  # the port is taken, or privileged
+        problem = f"threadline: cannot serve metrics on METRICS_PORT={port}: {error.strerror}"
+        raise SettingsError(problem) from None
 
 
 def work(

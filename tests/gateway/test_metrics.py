@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import wsgiref.util
@@ -14,11 +15,12 @@ from prometheus_client import REGISTRY
 from slack_sdk.errors import SlackApiError
 
 from gateway.processes.web import request_kind, routes
+from gateway.processes.worker import serve_metrics
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
-from jobs.settings import Settings
+from jobs.settings import Settings, SettingsError
 
 
 def value(name: str, **labels: str) -> float:
@@ -104,3 +106,13 @@ def test_a_process_starts_with_an_empty_directory_of_its_own_under_the_operators
     assert files.startswith("['counter']")  # only this process's file: the stale one is gone
     assert not (stale / "counter_999999.db").exists()
     assert "MmapedValue" in value_class or "MultiProcessValue" in value_class
+
+
+def test_a_metrics_port_already_taken_stops_the_worker_with_one_line(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SettingsError, match=f"cannot serve metrics on METRICS_PORT={port}"):
+            serve_metrics(port)
