@@ -311,8 +311,7 @@ def one_turn():  # what a one-step turn of this benchmark records, and its deliv
     for method in ("reactions.add", "chat.postMessage", "chat.update", "chat.postMessage", "reactions.add"):
         metrics.slack_called(method, None)
 one_turn()
-turns = int(sys.argv[1])
-started = time.perf_counter()
+turns, started = int(sys.argv[1]), time.perf_counter()
 for _ in range(turns):
     one_turn()
 print((time.perf_counter() - started) / turns * 1e6)
@@ -329,32 +328,44 @@ def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
         return float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
 
 
+# (label, field, lower is better): per-run figures the comparison shows.
+FIGURES = (
+    ("dispatch median (ms)", "dispatch", True),
+    ("turns per second", "rate", False),
+    ("worker CPU per turn (ms)", "cpu", True),
+)
+
+
 def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
     runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
     for round_ in range(rounds):
         for mode in ("off", "on"):
             runs[mode].append(run_metrics_mode(mode == "on", redis_url, sessions, f"{mode}{round_}"))
-    dispatch = {mode: statistics.median(r["dispatch"] for r in got) for mode, got in runs.items()}
-    rate = {mode: statistics.median(r["rate"] for r in got) for mode, got in runs.items()}
-    cpu = {mode: statistics.median(r["cpu"] for r in got) for mode, got in runs.items()}
     print(f"{WORKERS} SimpleWorker processes; {rounds} rounds of off/on alternating; {sessions} sessions")
-    print(f"{'':32}{'metrics off':>14}{'metrics on':>14}{'overhead':>10}")
-    slower = (dispatch["on"] - dispatch["off"]) / dispatch["off"] * 100
-    label = "dispatch latency median (ms)"
-    print(f"{label:32}{dispatch['off']:>14.1f}{dispatch['on']:>14.1f}{slower:>9.1f}%")
-    fewer = (rate["off"] - rate["on"]) / rate["off"] * 100
-    print(f"{'turns per second':32}{rate['off']:>14.1f}{rate['on']:>14.1f}{fewer:>9.1f}%")
-    more = (cpu["on"] - cpu["off"]) / cpu["off"] * 100
-    print(f"{'worker CPU per turn (ms)':32}{cpu['off']:>14.1f}{cpu['on']:>14.1f}{more:>9.1f}%")
+    print("median of the rounds, then the best round (the one other work on the machine disturbed least)")
+    print(f"{'':36}{'metrics off':>14}{'metrics on':>14}{'overhead':>10}")
+    for summary in ("median", "best"):
+        for label, field, lower_is_better in FIGURES:
+            off, on = (_summarised([r[field] for r in runs[m]], summary, lower_is_better)
+                       for m in ("off", "on"))  # fmt: skip
+            overhead = (on - off) / off * 100 if lower_is_better else (off - on) / off * 100
+            print(f"{f'{label}, {summary}':36}{off:>14.1f}{on:>14.1f}{overhead:>9.1f}%")
+    best_cpu_ms = min(r["cpu"] for r in runs["on"])
     modes = (("in memory (METRICS_PORT unset)", False), ("in files (METRICS_PORT set)", True))
     for mode, multiprocess in modes:
         cost = statistics.median(recording_cost_us(multiprocess) for _ in range(3))
-        share = cost / 1000 / cpu["on"] * 100
-        print(f"  one turn's metric updates {mode}: {cost:.1f} µs of CPU, {share:.2f} % of a turn's")
+        share = cost / 1000 / best_cpu_ms * 100
+        print(f"one turn's metric updates {mode}: {cost:.1f} µs of CPU, {share:.2f} % of a turn's best")
     for mode in ("off", "on"):
         shown = ", ".join(f"{r['dispatch']:.1f} ms, {r['rate']:.1f} t/s, {r['cpu']:.1f} CPU ms"
                           for r in runs[mode])  # fmt: skip
         print(f"  each round, metrics {mode}: {shown}")
+
+
+def _summarised(values: list[float], summary: str, lower_is_better: bool) -> float:
+    if summary == "median":
+        return statistics.median(values)
+    return min(values) if lower_is_better else max(values)
 
 
 def main() -> None:
