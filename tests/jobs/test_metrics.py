@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from agent.loop.ports import ParkedCall
 from agent.messages import Message, TextPart, ToolCall, user_message
@@ -97,7 +99,7 @@ def test_queue_depth_and_the_oldest_jobs_age_are_read_at_scrape_time(redis: Redi
 
 
 def test_a_scrape_without_redis_still_answers_and_counts_the_error():
-    unreachable = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    unreachable = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0))
     errors = value("threadline_redis_errors_total", where="scrape")
 
     names = {family.name for family in text_string_to_metric_families(exposition(unreachable).decode())}
