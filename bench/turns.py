@@ -15,30 +15,47 @@ answers at once, for RQ's forking `Worker` and for `SimpleWorker`, side by side:
 measures only the progress card's cost (issue 18): a turn of 10, 100 and 500 tool steps and its
 delivery, in-process; the Redis bytes the session holds after it (MEMORY USAGE of its keys, the
 outbox apart) and the bytes Redis received.
+
+    python -m bench.turns --metrics [--rounds 2] [--sessions 50] [--redis …]
+
+measures what Prometheus metrics cost (issue 21): dispatch latency and turns per second on
+SimpleWorker with metrics off (METRICS_PORT unset: values in process memory, never read) and on
+(METRICS_PORT set: multiprocess files, scraped every second during the run), alternating in the
+same run so both see the same machine, and the overhead in per cent; the worker processes' CPU
+per turn (from /proc, hardly moved by other work on a shared machine); and the CPU one turn's
+metric updates take, timed alone in memory and in multiprocess files.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+import httpx
 from redis import Redis
 
 from agent.messages import assistant_message, user_message
 from agent.testing import FakeLLM, Reply, calls, text
+from agent.tools.sandbox import descendants
 from agent.wire import AppendLoopEvent, AppendMessage, ContentPartEvent, StepBegin, StepEnd, TurnEnded
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
+from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack, free_port
 from jobs.control import submit_input
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
 
 POLL_S = 0.001
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/<pid>/stat's CPU times
+SCRAPE_EVERY_S = 1.0  # far more often than Prometheus' usual 15-60 s: an upper bound on its cost
 INFO_COMMAND_BYTES = len(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
 WORKERS = 2
 PROGRESS_STEPS = (10, 100, 500)
@@ -56,8 +73,10 @@ class Clock:
         return text("done")
 
 
-def start_workers(tmp: Path, redis_url: str, slack: FakeSlack, llm: FakeLLM, worker_class: str) -> Stack:
-    stack = Stack(tmp, redis_url, slack.api_url, llm.base_url, THREADLINE_WORKER_CLASS=worker_class)
+def start_workers(
+    tmp: Path, redis_url: str, slack: FakeSlack, llm: FakeLLM, worker_class: str, **env: str
+) -> Stack:
+    stack = Stack(tmp, redis_url, slack.api_url, llm.base_url, THREADLINE_WORKER_CLASS=worker_class, **env)
     for index in range(WORKERS):
         stack.spawn(f"worker{index}", [THREADLINE, "worker"])
     return stack
@@ -216,6 +235,139 @@ def run_class(worker_class: str, redis_url: str, sessions: int) -> dict[str, obj
     return {"latencies": latencies, "rate": rate, "bytes": written}
 
 
+class Scraper:
+    """Scrapes the workers' metrics every SCRAPE_EVERY_S while a run goes on, as Prometheus would."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.stop = threading.Event()
+        self.scrapes = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(SCRAPE_EVERY_S):
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.get(self.url, timeout=5).raise_for_status()
+                self.scrapes += 1
+
+    def __enter__(self) -> Scraper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def workers_cpu_s(stack: Stack) -> float:
+    """CPU seconds (user + system) the stack's processes and every process below them used so far:
+    unlike wall-clock figures, hardly moved by other work on a shared machine."""
+    total = 0.0
+    for process in stack.processes.values():
+        for pid in [process.pid, *descendants(process.pid)]:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return total
+
+
+def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) -> dict[str, float]:
+    redis = Redis.from_url(redis_url)
+    redis.flushdb()
+    clock = Clock()
+    slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM(default=clock.reply).start()
+    port = free_port()
+    env = {"METRICS_PORT": str(port)} if metrics_on else {}
+    scraper = Scraper(f"http://127.0.0.1:{port}/metrics") if metrics_on else None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            stack = start_workers(Path(tmp), redis_url, slack, llm, "simple", **env)
+            try:
+                with scraper or contextlib.nullcontext():
+                    latencies = dispatch_latency(redis, slack, clock, f"lat-{tag}")
+                    cpu_before = workers_cpu_s(stack)
+                    rate = throughput(redis, slack, f"tp-{tag}", sessions)
+                    cpu_ms = (workers_cpu_s(stack) - cpu_before) * 1000 / sessions
+            finally:
+                stack.stop()
+    finally:
+        slack.stop()
+        llm.stop()
+    if scraper is not None and scraper.scrapes == 0:
+        raise RuntimeError("metrics on, yet the workers' METRICS_PORT never answered")
+    return {"dispatch": statistics.median(latencies), "rate": rate, "cpu": cpu_ms}
+
+
+RECORDING_PROBE = """
+import sys, time
+from jobs import metrics
+def one_turn():  # what a one-step turn of this benchmark records, and its delivery's Slack calls
+    metrics.turn_started()
+    metrics.MODEL_SECONDS.labels("ok").observe(0.01)
+    metrics.MODEL_FIRST_TOKEN.observe(0.005)
+    metrics.MODEL_TOKENS.labels("input").inc(10)
+    metrics.MODEL_TOKENS.labels("output").inc(5)
+    metrics.turn_finished("completed", 0.02, 1)
+    for method in ("reactions.add", "chat.postMessage", "chat.update", "chat.postMessage", "reactions.add"):
+        metrics.slack_called(method, None)
+one_turn()
+turns, started = int(sys.argv[1]), time.perf_counter()
+for _ in range(turns):
+    one_turn()
+print((time.perf_counter() - started) / turns * 1e6)
+"""
+
+
+def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
+    """Microseconds of CPU one turn's metric updates take, in memory or in multiprocess files."""
+    with tempfile.TemporaryDirectory() as directory:
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        if multiprocess:
+            env["PROMETHEUS_MULTIPROC_DIR"] = directory
+        command = [sys.executable, "-c", RECORDING_PROBE, str(turns)]
+        return float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+
+
+# (label, field, lower is better): per-run figures the comparison shows.
+FIGURES = (
+    ("dispatch median (ms)", "dispatch", True),
+    ("turns per second", "rate", False),
+    ("worker CPU per turn (ms)", "cpu", True),
+)
+
+
+def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
+    runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
+    for round_ in range(rounds):
+        for mode in ("off", "on"):
+            runs[mode].append(run_metrics_mode(mode == "on", redis_url, sessions, f"{mode}{round_}"))
+    print(f"{WORKERS} SimpleWorker processes; {rounds} rounds of off/on alternating; {sessions} sessions")
+    print("median of the rounds, then the best round (the one other work on the machine disturbed least)")
+    print(f"{'':36}{'metrics off':>14}{'metrics on':>14}{'overhead':>10}")
+    for summary in ("median", "best"):
+        for label, field, lower_is_better in FIGURES:
+            off, on = (_summarised([r[field] for r in runs[m]], summary, lower_is_better)
+                       for m in ("off", "on"))  # fmt: skip
+            overhead = (on - off) / off * 100 if lower_is_better else (off - on) / off * 100
+            print(f"{f'{label}, {summary}':36}{off:>14.1f}{on:>14.1f}{overhead:>9.1f}%")
+    best_cpu_ms = min(r["cpu"] for r in runs["on"])
+    modes = (("in memory (METRICS_PORT unset)", False), ("in files (METRICS_PORT set)", True))
+    for mode, multiprocess in modes:
+        cost = statistics.median(recording_cost_us(multiprocess) for _ in range(3))
+        share = cost / 1000 / best_cpu_ms * 100
+        print(f"one turn's metric updates {mode}: {cost:.1f} µs of CPU, {share:.2f} % of a turn's best")
+    for mode in ("off", "on"):
+        shown = ", ".join(f"{r['dispatch']:.1f} ms, {r['rate']:.1f} t/s, {r['cpu']:.1f} CPU ms"
+                          for r in runs[mode])  # fmt: skip
+        print(f"  each round, metrics {mode}: {shown}")
+
+
+def _summarised(values: list[float], summary: str, lower_is_better: bool) -> float:
+    if summary == "median":
+        return statistics.median(values)
+    return min(values) if lower_is_better else max(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -223,9 +375,14 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     parser.add_argument("--progress", action="store_true", help="only the progress card's bytes")
+    parser.add_argument("--metrics", action="store_true", help="only what Prometheus metrics cost")
+    parser.add_argument("--rounds", type=int, default=2, help="--metrics: off/on pairs to run")
     args = parser.parse_args()
     if args.progress:
         progress_main(args.redis)
+        return
+    if args.metrics:
+        metrics_main(args.redis, args.sessions, args.rounds)
         return
     results = {name: run_class(name, args.redis, args.sessions) for name in ("fork", "simple")}
     print(f"{WORKERS} worker processes, model answers at once; {args.sessions} sessions for throughput")

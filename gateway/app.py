@@ -16,7 +16,7 @@ from gateway.listeners import actions, agent_session, commands, mentions, messag
 from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
 from gateway.slack_identity import IdentityUnknown, SlackIdentity
-from jobs import log_context
+from jobs import log_context, metrics
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
         return
     if isinstance(error, RedisError):
         # Not acknowledged, so Slack retries the event: nothing is lost while Redis is away.
+        metrics.redis_error("web")
         log.error(
             "Redis is unavailable (%s): event %s not recorded; answering 503 so Slack retries",
             error,

@@ -10,15 +10,20 @@ the response keeps only `ok`, Slack's error code, the status and the headers (Re
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 from slack_sdk.http_retry.handler import RetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web import SlackResponse
 
 from agent.redaction import error_codes, http_error_summary, redact_text
+from jobs import metrics
 from jobs.settings import Settings
 
 RATE_LIMIT_RETRIES = 5  # honours Retry-After each time; a 429 storm longer than this fails the job
@@ -50,14 +55,41 @@ class SummarisingWebClient(WebClient):
         auth: dict[str, Any] | None = None,
     ) -> SlackResponse:
         try:
-            return super().api_call(
+            answered = super().api_call(
                 api_method, http_verb=http_verb, files=files, data=data, params=params, json=json,
                 headers=headers, auth=auth,
             )  # fmt: skip
         except SlackApiError as error:
             failed = error.response
+        except Exception:
+            metrics.slack_called(api_method, "request_failed")  # no answer: connection, timeout
+            raise
+        else:
+            metrics.slack_called(api_method, None)
+            return answered
+        summary = _summarised(failed)
+        metrics.slack_called(api_method, str(summary.get("error")))
         # Raised outside the handler, so Slack's original error is not even its __context__.
-        raise SlackCallError(api_method, _summarised(failed))
+        raise SlackCallError(api_method, summary)
+
+
+class CountedRateLimitHandler(RateLimitErrorRetryHandler):
+    """slack_sdk's 429 handler (it sleeps for Retry-After), counting the 429s and the wait."""
+
+    def prepare_for_next_attempt(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        started = time.monotonic()
+        try:
+            super().prepare_for_next_attempt(state=state, request=request, response=response, error=error)
+        finally:
+            method = request.url.rstrip("/").rsplit("/", 1)[-1]
+            metrics.slack_rate_limited(method, time.monotonic() - started)
 
 
 def web_client(
@@ -67,7 +99,7 @@ def web_client(
     if handlers is None:
         handlers = [
             ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
-            RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+            CountedRateLimitHandler(max_retry_count=RATE_LIMIT_RETRIES),
         ]
     return SummarisingWebClient(
         token=settings.SLACK_BOT_TOKEN,

@@ -16,7 +16,7 @@ from rq.job import Job
 
 from agent.tools import texts
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload, TurnCancel, TurnEnded
-from jobs import runtime
+from jobs import metrics, runtime
 from jobs.delegation.child_approvals import approval_route
 from jobs.delegation.children import active_children, child_info, forget_child
 from jobs.delegation.tree_cards import close_card
@@ -132,6 +132,7 @@ def _cancel_parked(store: SessionStore, by: str) -> ControlResult:
     parked = approvals.pending()
     for approval in parked:
         if approvals.decide(approval.approval_id, "cancelled", by):
+            metrics.approval_decided("cancelled", approval.waited_s())
             store.post_notice(
                 ApprovalDecidedNotice(approval_id=approval.approval_id, decision="cancelled", by=by)
             )
@@ -218,6 +219,7 @@ def decide_approval(
         return _decide_routed(store, child, approval_id, decision, by=by, turn_timeout_s=turn_timeout_s)
     if approval is None or not approvals.decide(approval_id, decision, by):
         return ControlResult(ok=False, message="That request was already decided.")
+    metrics.approval_decided(decision, approval.waited_s())
     store.post_notice(ApprovalDecidedNotice(approval_id=approval_id, decision=decision, by=by))
     schedule_delivery(redis, key)
     _continue_when_decided(store, approvals, turn_timeout_s)
@@ -245,6 +247,7 @@ def expire_approvals(session_key: str, step_uuid: str, after_s: float) -> str:
     thread = store if info is None else SessionStore(store.redis, info.root)
     cards = [store] if info is None else [store, thread]  # a sub-agent's card is in its root's thread
     for approval in expired:
+        metrics.approval_decided("expired", approval.waited_s())
         for card in cards:
             card.post_notice(ApprovalDecidedNotice(approval_id=approval.approval_id, decision="expired"))
         waited = waited_text(after_s)

@@ -32,6 +32,7 @@ from typing import Literal, cast
 from redis import Redis
 
 from agent.wire import AppendMessage
+from jobs import metrics
 from jobs.keys import (
     QUEUED_SESSIONS,
     RECORD_FIELD,
@@ -106,6 +107,14 @@ def record_input(
         *(budget.limit for budget in budgets), *parked, *(value for _, value in job.own),
     ]  # fmt: skip
     recorded = text(lua(redis, script_text(job.shared))(keys=keys, args=args))
+    result = _result(recorded, quotas, working, budgets)
+    metrics.input_recorded("refused" if isinstance(result, Refused) else result)
+    return result
+
+
+def _result(
+    recorded: str, quotas: Sequence[Quota], working: Quota | None, budgets: Sequence[Quota]
+) -> Recorded | Refused:
     if recorded.startswith("quota "):
         words = recorded.split()
         return Refused(quotas[int(words[1]) - 1], tell=words[-1] == "tell")

@@ -24,7 +24,7 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from agent.loop.turn_loop import ABANDONED
 from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
-from jobs import runtime
+from jobs import metrics, runtime
 from jobs.control import cancel_requested_by
 from jobs.delegation.endings import child_lost
 from jobs.keys import (
@@ -147,6 +147,7 @@ def _interrupt(store: SessionStore, turn_id: str) -> None:
 def _notice_once(store: SessionStore, tool_call_id: str, notice: UnknownResultNotice) -> None:
     if store.redis.set(unknown_result_notice_key(store.key, tool_call_id), "1", nx=True, ex=7 * 24 * 3600):
         store.post_notice(notice)
+        metrics.UNKNOWN_RESULTS.inc()
 
 
 def _close_card(store: SessionStore, turn_id: str, state: str) -> None:

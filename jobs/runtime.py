@@ -13,8 +13,10 @@ from agent.model.connections import ConnectionPool
 from agent.model.demo import DemoModel
 from agent.model.openai import OpenAICompatibleModel
 from agent.model.retrying import RetryingModel
+from jobs import metrics
 from jobs.settings import Settings
 from jobs.turn.event_loop import shared_turn_loop
+from jobs.turn.metered import MeteredModel
 
 
 @cache
@@ -35,7 +37,7 @@ def redis_from_url(url: str) -> Redis:
 def build_model(config: Settings) -> ChatModel:
     """The configured OpenAI-compatible endpoint, or the scripted demo model when there is none."""
     if not config.LLM_BASE_URL:
-        return DemoModel()
+        return MeteredModel(DemoModel())
     config.require("LLM_MODEL")
     timeout = httpx.Timeout(connect=10.0, read=config.LLM_TIMEOUT_SECONDS, write=30.0, pool=10.0)
     client = OpenAICompatibleModel(
@@ -46,7 +48,7 @@ def build_model(config: Settings) -> ChatModel:
         pool=model_connections(),
         extra_body=config.LLM_EXTRA_BODY,
     )
-    return RetryingModel(client)
+    return RetryingModel(MeteredModel(client), on_retry=metrics.model_retried)
 
 
 @cache

@@ -35,6 +35,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_STREAMING": "on or off: answers stream as the model writes them (off: posted at the end)",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
+    "METRICS_PORT": "a TCP port (1-65535) where `threadline worker` serves its workers' Prometheus metrics",
     "WEB_KEEPALIVE_SECONDS": "seconds web keeps an idle connection open (above your load balancer's)",
     "LLM_BASE_URL": "the base URL of an OpenAI-compatible API, e.g. https://api.moonshot.ai/v1",
     "LLM_API_KEY": "the API key for LLM_BASE_URL",
@@ -135,6 +136,8 @@ class Settings(BaseSettings):
     # Above common load-balancer idle timeouts (60 s): the balancer, not web, must close an idle
     # connection, or a request it sends just as web closes it is lost.
     WEB_KEEPALIVE_SECONDS: int = Field(default=75, ge=1, le=3600)
+    # Unset: the workers' metrics are not served (web always serves its own on /metrics).
+    METRICS_PORT: int | None = Field(default=None, ge=1, le=65535)
     LLM_BASE_URL: str | None = None
     LLM_API_KEY: str | None = None
     LLM_MODEL: str | None = None

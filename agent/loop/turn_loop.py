@@ -47,7 +47,7 @@ from agent.model.base import ChatModel, ModelRequest, ModelResponse, StreamListe
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
-from agent.projection.report import ProjectionReporter
+from agent.projection.report import ProjectionReporter, Telemetry
 from agent.tokens import answer_usage, estimate_request_overhead
 from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
@@ -100,6 +100,7 @@ class Loop:
         reporter: TurnReporter | None = None,
         deferrals: DeferredResults | None = None,
         live: StepText | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.model = model
         self.executor_factory = executor_factory
@@ -116,7 +117,7 @@ class Loop:
         self.stopping = TurnStopping(sink, config.deadline_s)
         self.signal = self.stopping.signal
         self.projector = IncrementalProjector()
-        self.anomalies = ProjectionReporter()
+        self.anomalies = ProjectionReporter(telemetry=telemetry)  # repairs, counted by the caller
         self.keeper = ContextKeeper(
             _KeeperHost(self),
             model,

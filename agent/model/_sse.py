@@ -59,7 +59,7 @@ class StreamAssembler:
     def _feed_chunk(self, chunk: dict[str, Any]) -> None:
         if "error" in chunk:
             codes = ", ".join(error_codes(chunk)) or "no error code"
-            raise RetryableModelError(f"the stream reported an error ({codes})")
+            raise RetryableModelError(f"the stream reported an error ({codes})", cause="stream_error")
         self.usage = usage_in_chunk(chunk) or self.usage
         for choice in chunk.get("choices") or []:
             self._feed_delta(choice.get("delta") or {})
@@ -103,7 +103,7 @@ class StreamAssembler:
 
     def finish(self) -> ModelResponse:
         if not self.done and self.finish_reason is None:
-            raise RetryableModelError("the model's stream was cut before it finished")
+            raise RetryableModelError("the model's stream was cut before it finished", cause="stream_cut")
         for position in sorted(self.drafts):
             if position >= self.announced:
                 self._announce(position)

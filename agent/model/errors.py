@@ -7,6 +7,8 @@ error code/type the provider gives (`agent.redaction.http_error_summary`).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from agent.redaction import error_codes, http_error_summary
 
 
@@ -21,12 +23,19 @@ class ModelHTTPError(ModelError):
         self.codes = error_codes(body)  # the body itself is not kept: nothing can echo it
 
 
-class RetryableModelError(ModelError):
-    """429, 5xx, timeouts and dropped connections: worth another attempt after `retry_after`."""
+RetryCause = Literal["rate_limited", "server_error", "unreachable", "stream_error", "stream_cut"]
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+
+class RetryableModelError(ModelError):
+    """429, 5xx, timeouts and dropped connections: worth another attempt after `retry_after`.
+    `cause` says which, in a word an operator can count retries by."""
+
+    def __init__(
+        self, message: str, retry_after: float | None = None, cause: RetryCause = "unreachable"
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.cause = cause
 
 
 class ContextOverflowError(ModelError):

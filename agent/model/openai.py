@@ -19,6 +19,7 @@ from agent.model.errors import (
     MalformedResponseError,
     ModelHTTPError,
     RetryableModelError,
+    RetryCause,
     StructureRejectedError,
 )
 from agent.redaction import http_error_summary, redact_text
@@ -66,7 +67,7 @@ class OpenAICompatibleModel:
                 response = await client.post("chat/completions", json=self.payload(request))
             except (httpx.TimeoutException, httpx.TransportError) as error:
                 reason = f"model endpoint unreachable or cut off: {_described(error)}"
-                raise RetryableModelError(reason) from error
+                raise RetryableModelError(reason, cause=_transport_cause(error)) from error
         raise_for_status(response)
         return _parse_completion(response)
 
@@ -150,7 +151,8 @@ def raise_for_status(response: httpx.Response) -> None:
     body = response.text
     lowered = body.lower()
     if status == 429 or status >= 500:
-        raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response))
+        cause: RetryCause = "rate_limited" if status == 429 else "server_error"
+        raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response), cause)
     # The body is read to classify the error, never put into its message (see errors.py).
     summary = f"model endpoint answered {http_error_summary(status, body)}"
     if status == 413 or any(marker in lowered for marker in _OVERFLOW_MARKERS):
@@ -187,3 +189,8 @@ def _parse_completion(response: httpx.Response) -> ModelResponse:
         raise MalformedResponseError(f"not a chat completion ({_shape(response)})") from error
     usage = usage_from(data.get("usage")) or usage_from(choice.get("usage"))
     return ModelResponse(message=message, finish_reason=choice.get("finish_reason"), usage=usage)
+
+
+def _transport_cause(error: Exception) -> RetryCause:
+    """A body the server stopped sending mid-way (a cut stream) apart from a server not reached."""
+    return "stream_cut" if isinstance(error, httpx.RemoteProtocolError) else "unreachable"

@@ -18,6 +18,9 @@ from agent.model.errors import MalformedResponseError, RetryableModelError
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+# Told of each retry before its wait: the cause (RetryableModelError.cause, or "malformed") and
+# the delay; the worker counts them (jobs.metrics), the core stays free of any metrics library.
+RetryObserver = Callable[[str, float], None]
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,14 @@ class RetryPolicy:
 
 class RetryingModel:
     def __init__(
-        self, inner: ChatModel, policy: RetryPolicy = RetryPolicy(), sleep: Sleep = asyncio.sleep
+        self,
+        inner: ChatModel,
+        policy: RetryPolicy = RetryPolicy(),
+        sleep: Sleep = asyncio.sleep,
+        on_retry: RetryObserver | None = None,
     ) -> None:
         self.inner = inner
+        self._on_retry = on_retry
         self.name = inner.name
         self.policy = policy
         self._sleep = sleep
@@ -54,12 +62,14 @@ class RetryingModel:
                 malformed += 1
                 if malformed >= self.policy.malformed_attempts or attempt >= self.policy.attempts:
                     raise
-                delay = self.policy.delay(attempt, None)
+                delay, cause = self.policy.delay(attempt, None), "malformed"
             except RetryableModelError as error:
                 if attempt >= self.policy.attempts:
                     raise
-                delay = self.policy.delay(attempt, error.retry_after)
-            log.warning("model call failed (attempt %d); retrying in %.1fs", attempt, delay)
+                delay, cause = self.policy.delay(attempt, error.retry_after), error.cause
+            log.warning("model call failed (attempt %d, %s); retrying in %.1fs", attempt, cause, delay)
+            if self._on_retry is not None:
+                self._on_retry(cause, delay)
             if listener is not None:
                 listener.on_restart()
             await self._sleep(delay)

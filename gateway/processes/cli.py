@@ -8,6 +8,8 @@ import os
 import sys
 from collections.abc import Callable
 
+from gateway.processes.lifeline import SUPERVISOR_PID
+from gateway.processes.metrics_dir import keep_metrics_in_memory, prepare_metrics_dir
 from jobs.settings import Settings, SettingsError
 
 WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
@@ -31,9 +33,11 @@ def _web(args: argparse.Namespace) -> int:
 
         serve_socket(Settings.load().require(*SOCKET_SETTINGS))
         return 0
+    settings = Settings.load().require(*WEB_SETTINGS)
+    prepare_metrics_dir("web")  # before prometheus_client is imported: gunicorn's workers share it
     from gateway.processes.web import serve
 
-    serve(Settings.load().require(*WEB_SETTINGS))
+    serve(settings)
     return 0
 
 
@@ -45,6 +49,12 @@ def _manifest(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    metrics_port = Settings.load().METRICS_PORT
+    # Before prometheus_client is imported. The supervisor's children inherit its directory.
+    if args.role == "all" and metrics_port is not None:
+        prepare_metrics_dir("worker")
+    elif args.role == "all" or SUPERVISOR_PID not in os.environ:
+        keep_metrics_in_memory()
     from gateway.processes.worker import supervise, work
     from jobs.turn.tools import check_approval_settings
 
@@ -53,7 +63,8 @@ def _worker(args: argparse.Namespace) -> int:
         passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
         if args.turn_concurrency is not None:
             passthrough += ["--turn-concurrency", str(args.turn_concurrency)]
-        return supervise(args.turn_workers, passthrough, drain_s=settings.WORKER_DRAIN_SECONDS)
+        drain_s = settings.WORKER_DRAIN_SECONDS
+        return supervise(args.turn_workers, passthrough, drain_s=drain_s, metrics_port=metrics_port)
     work(
         settings,
         role=args.role,

@@ -14,6 +14,7 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `threadline worker` for the workers it starts
 
 
 def die_with_parent(parent: int) -> None:

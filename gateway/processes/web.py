@@ -12,11 +12,13 @@ import io
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
+from prometheus_client import CONTENT_TYPE_LATEST, multiprocess
 from redis import Redis
 from redis.exceptions import RedisError
 from slack_bolt.adapter.wsgi import SlackRequestHandler
@@ -27,6 +29,8 @@ from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
 from gateway.request_shape import body_problem, media_type_problem, signed
 from gateway.slack_identity import SlackIdentity
+from jobs import metrics
+from jobs.metrics_export import exposition, multiprocess_mode
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 
@@ -38,6 +42,7 @@ WEB_THREADS = 8  # listeners wait on Redis, not the CPU
 # Slack's largest requests (a message event full of blocks, a modal's submission) are tens of
 # KB; a body is held in memory whole (Bolt wants a str), so anything bigger is refused unread.
 MAX_BODY_BYTES = 1024 * 1024
+KIND_KEY = "threadline.request_kind"  # set once the request is signed and readable
 READY_TIMEOUT_S = 0.2  # a balancer's probe must not wait longer on a Redis that is away
 NOT_READY = "not ready: Redis does not answer, so nothing Slack sends could be recorded"
 
@@ -46,12 +51,16 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 def wsgi_app(settings: Settings, identity: SlackIdentity | None = None) -> WSGIApp:
     events = _EventsEndpoint(settings, identity or SlackIdentity(settings))
-    return routes(events, ready=redis_answers(settings.REDIS_URL or ""))
+    redis = redis_from_url(settings.REDIS_URL or "")
+    return routes(events, ready=redis_answers(settings.REDIS_URL or ""), scrape=lambda: exposition(redis))
 
 
-def routes(events: WSGIApp, ready: Callable[[], bool] = lambda: True) -> WSGIApp:
+def routes(
+    events: WSGIApp, ready: Callable[[], bool] = lambda: True, scrape: Callable[[], bytes] = exposition
+) -> WSGIApp:
     """`POST /slack/events` to `events`; `/healthz` (the process answers) and `/readyz` (it can
-    take Slack's requests: `ready()`, else 503) for load balancers; 404 for anything else."""
+    take Slack's requests: `ready()`, else 503) for load balancers; `GET /metrics` (Prometheus:
+    every web worker's metrics, and the queues); 404 for anything else."""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO")
@@ -63,6 +72,9 @@ def routes(events: WSGIApp, ready: Callable[[], bool] = lambda: True) -> WSGIApp
             if ready():
                 return _text(start_response, "200 OK", "ready")
             return _text(start_response, "503 Service Unavailable", NOT_READY)
+        if path == "/metrics" and environ.get("REQUEST_METHOD") == "GET":
+            start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST)])
+            return [scrape()]
         return _text(start_response, "404 Not Found", "not found")
 
     return app
@@ -96,6 +108,14 @@ class _EventsEndpoint:
         self.verifier = SignatureVerifier(settings.SLACK_SIGNING_SECRET or "")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.perf_counter()
+        try:
+            return self._answer(environ, start_response)
+        finally:
+            kind = environ.get(KIND_KEY, "refused")
+            metrics.REQUEST_SECONDS.labels(kind).observe(time.perf_counter() - started)
+
+    def _answer(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         refused = _framing_refused(environ.get("CONTENT_LENGTH") or "")
         if refused is not None:
             return _plain(start_response, *refused)
@@ -108,12 +128,24 @@ class _EventsEndpoint:
             return _plain(start_response, "415 Unsupported Media Type", problem)
         problem = body_problem(body, content_type)
         if problem is None:
+            environ[KIND_KEY] = request_kind(body, content_type)
             try:
                 return self.handler(environ, start_response)
             except Exception as error:  # Bolt choking on a shape Slack never sends
                 problem = f"the request could not be read ({type(error).__name__})"
                 log.warning("%s", problem, exc_info=True)
         return _plain(start_response, "400 Bad Request", f"invalid payload: {problem}")
+
+
+def request_kind(body: bytes, content_type: str) -> str:
+    """What Slack sent, for the ack-latency metric: events come as JSON, the rest as a form
+    (slash commands name their `command`; buttons, shortcuts and modals send a `payload`)."""
+    if content_type.startswith("application/json"):
+        return "event"
+    fields = {pair.split(b"=", 1)[0] for pair in body.split(b"&")}
+    if b"payload" in fields:
+        return "interaction"
+    return "command" if b"command" in fields else "other"
 
 
 def _framing_refused(content_length: str) -> tuple[str, str] | None:
@@ -174,6 +206,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
         self.cfg.set("logger_class", _GunicornLogs)
         self.cfg.set("graceful_timeout", 10)
         self.cfg.set("post_worker_init", _freeze_what_loading_made)
+        self.cfg.set("child_exit", _forget_worker)
 
     def load(self) -> WSGIApp:
         return wsgi_app(self.settings, self.identity)
@@ -187,6 +220,12 @@ def _freeze_what_loading_made(_worker: object) -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def _forget_worker(_arbiter: object, worker: Any) -> None:
+    """A gunicorn worker exited: its live gauges go (its counters stay in the sum)."""
+    if multiprocess_mode():
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]  # untyped upstream
 
 
 def serve(settings: Settings) -> None:

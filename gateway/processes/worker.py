@@ -21,6 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.multiprocess import MultiProcessCollector
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -31,7 +33,7 @@ import gateway.delivery.job
 import jobs.compaction_job
 import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
-from gateway.processes.lifeline import die_with_parent
+from gateway.processes.lifeline import SUPERVISOR_PID, die_with_parent
 from gateway.processes.logs import configure_logging
 from gateway.processes.rq_workers import (
     ConcurrentTurnWorker,
@@ -40,10 +42,10 @@ from gateway.processes.rq_workers import (
     DrainingWorker,
 )
 from gateway.processes.together import run_together
-from jobs import due_jobs, janitor, retention, runtime
+from jobs import due_jobs, janitor, metrics, retention, runtime
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
-from jobs.settings import Settings
+from jobs.settings import Settings, SettingsError
 from jobs.storage import publish_storage
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
@@ -59,7 +61,8 @@ def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
     while True:
         try:
             janitor.sweep(redis, every_s)
-        except Exception:  # Redis away for a moment: the next sweep tries again
+        except Exception as error:  # Redis away for a moment: the next sweep tries again
+            metrics.redis_error_if(error, "janitor")
             log.warning("janitor sweep failed", exc_info=True)
         if stop.wait(every_s):
             return
@@ -71,7 +74,8 @@ def _retention(redis: Redis, stop: threading.Event, settings: Settings) -> None:
     while not stop.wait(settings.JANITOR_INTERVAL_SECONDS):
         try:
             retention.sweep(redis, settings)
-        except Exception:  # Redis away for a moment: the next tick tries again
+        except Exception as error:  # Redis away for a moment: the next tick tries again
+            metrics.redis_error_if(error, "retention")
             log.warning("retention sweep failed", exc_info=True)
 
 
@@ -82,7 +86,8 @@ def _release_due(redis: Redis, stop: threading.Event) -> None:
         try:
             for each in queues:
                 due_jobs.release_due_jobs(redis, each)
-        except Exception:  # Redis away for a moment: the next tick tries again
+        except Exception as error:  # Redis away for a moment: the next tick tries again
+            metrics.redis_error_if(error, "due_jobs")
             log.warning("releasing due jobs failed", exc_info=True)
 
 
@@ -92,7 +97,8 @@ def _publish_storage(redis: Redis, stop: threading.Event, settings: Settings) ->
     while True:
         try:
             publish_storage(redis, settings.AGENT_WORKDIR, ttl_s=int(3 * every_s) + 1)
-        except Exception:  # Redis away for a moment, or the storage: the next tick tries again
+        except Exception as error:  # Redis away for a moment, or the storage: the next tick tries again
+            metrics.redis_error_if(error, "storage")
             log.warning("publishing the workspace storage failed", exc_info=True)
         if stop.wait(every_s):
             return
@@ -104,19 +110,35 @@ WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {
 }
 
 
-SUPERVISOR_PID = "THREADLINE_SUPERVISOR_PID"  # set by `supervise` for the workers it starts
-
 ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
 
 
-def supervise(turn_workers: int, passthrough: list[str], *, drain_s: float) -> int:
+def supervise(
+    turn_workers: int, passthrough: list[str], *, drain_s: float, metrics_port: int | None = None
+) -> int:
     """Run the delivery worker and the turn workers as children; stop all when one stops.
-    Stopping gives them `drain_s` to hand their turns back (a second SIGTERM: at once)."""
+    Stopping gives them `drain_s` to hand their turns back (a second SIGTERM: at once).
+    With `metrics_port`, serve the children's metrics there (they write them to the directory
+    `gateway.processes.metrics_dir` prepared)."""
     me = [sys.executable, "-m", "gateway.processes.cli", "worker", *passthrough]
     commands = {"delivery": [*me, "--role", "delivery"]}
     commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
     env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
+    if metrics_port is not None:
+        serve_metrics(metrics_port)
     return run_together(commands, env=env, stop_grace_s=drain_s)
+
+
+def serve_metrics(port: int) -> None:
+    """Prometheus' text format on every address at `port`, from a thread of this process: the
+    sum of what every RQ worker process of this supervisor wrote (multiprocess mode)."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # untyped upstream
+    try:
+        start_http_server(port, registry=registry)
+    except OSError as error:  # the port is taken, or privileged
+        problem = f"threadline: cannot serve metrics on METRICS_PORT={port}: {error.strerror}"
+        raise SettingsError(problem) from None
 
 
 def work(
@@ -192,6 +214,7 @@ def work_through_outages(new_worker: Callable[[], BaseWorker], *, burst: bool = 
         try:
             worker.work(burst=burst, with_scheduler=False)
         except RedisConnectionError:
+            metrics.redis_error("rq_worker")
             log.warning("Redis went away while RQ's worker stopped", exc_info=True)
         if burst or _asked_to_stop(worker):
             return

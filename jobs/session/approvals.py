@@ -6,6 +6,7 @@ state. Deciding is one Lua script that only moves `pending` on, so a second clic
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -46,6 +47,11 @@ class Approval(BaseModel):
     reason: str | None = None
     step_uuid: str
     turn_id: str | None = None
+    asked_at: float | None = None  # epoch seconds it was parked; absent on requests parked before
+
+    def waited_s(self) -> float | None:
+        """How long it has waited for a decision (None when its asking time is not known)."""
+        return None if self.asked_at is None else time.time() - self.asked_at
 
 
 class ApprovalStore:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from functools import cache
@@ -15,7 +16,7 @@ from rq.timeouts import JobTimeoutException
 from agent.delegation import SUBAGENT_RESULT
 from agent.fold import HistoryFold
 from agent.loop.parking import approval_check
-from agent.loop.ports import ENDINGS, HANDED_BACK, PARKED_REASONS, ParkedStep, TurnOutcome
+from agent.loop.ports import ENDINGS, HANDED_BACK, PARKED_REASONS, ParkedStep, TurnOutcome, TurnReporter
 from agent.loop.turn_loop import Loop, LoopConfig
 from agent.messages import Message, is_real_user_input
 from agent.model.base import ChatModel
@@ -25,7 +26,7 @@ from agent.tools.executor import ToolExecutor
 from agent.tools.policy import ApprovalDecision, Approved, Approver, Expired, Rejected
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
 from agent.wire import TurnCancel, TurnEnded, TurnPrompt
-from jobs import runtime
+from jobs import metrics, runtime
 from jobs.control import cancel, cancel_requested_by
 from jobs.delegation.child_approvals import forward_approvals
 from jobs.delegation.children import active_children, child_info, forget_child
@@ -49,6 +50,7 @@ from jobs.turn.attachments import Attachments
 from jobs.turn.drain import drainable
 from jobs.turn.event_loop import run_coroutine
 from jobs.turn.live import LiveSteps, TeeReporter
+from jobs.turn.metered import MeteredReporter
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
@@ -119,6 +121,7 @@ class TurnRunner:
         # A sub-agent has no thread of its own: only a root's steps stream.
         streaming = settings.SLACK_STREAMING and self.info is None and not store.key.is_subagent
         self.live = LiveSteps(store, self.turn_id) if streaming else None
+        self.started_at: float | None = None  # when the loop started (perf_counter), for metrics
 
     def run(self) -> str:
         with bound(turn=self.turn_id):
@@ -210,6 +213,8 @@ class TurnRunner:
     def _start(self, reporter: CardReporter) -> None:
         job = get_current_job()
         set_state(self.store, "running", turn_id=self.turn_id, job=job.id if job else "")
+        self.started_at = time.perf_counter()
+        metrics.turn_started()
         self.store.meta.clear_resume_request()
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
@@ -223,6 +228,10 @@ class TurnRunner:
             meter=self._meter(folder),
             attachments=attachments,
         )
+
+    def _live_reporter(self, reporter: CardReporter) -> TurnReporter:
+        """The card's reporter, and the live step's too when this turn streams."""
+        return TeeReporter(reporter, self.live) if self.live is not None else reporter
 
     def _loop(
         self, folder: HistoryFold, workspace: Path, reporter: CardReporter, sink: RedisTurnSink
@@ -244,9 +253,10 @@ class TurnRunner:
             tool_declarations=tools.declarations,
             needs_approval=approval_check(registry, workspace, policy),
             config=self._config(),
-            reporter=TeeReporter(reporter, self.live) if self.live is not None else reporter,
+            reporter=MeteredReporter(self._live_reporter(reporter), registry.names),
             deferrals=StepWaits(self.store),
             live=self.live,
+            telemetry=metrics.projection_repaired,
         )
 
     def _config(self) -> LoopConfig:
@@ -277,6 +287,8 @@ class TurnRunner:
     # -- after ----------------------------------------------------------------------------
 
     def _finish(self, outcome: TurnOutcome, reporter: CardReporter | None) -> str:
+        if self.started_at is not None:
+            metrics.turn_finished(outcome.reason, time.perf_counter() - self.started_at, outcome.steps)
         if outcome.reason in PARKED_REASONS:
             return self._parked(outcome, reporter)
         if outcome.reason == HANDED_BACK:

@@ -107,6 +107,7 @@ class RedisTurnSink:
             log.warning("could not record a projection repair of step %d", step, exc_info=True)
 
     def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+        asked_at = time.time()
         approvals = [
             Approval(
                 approval_id=f"{step_uuid}:{parked.call.id}",
@@ -117,6 +118,7 @@ class RedisTurnSink:
                 reason=parked.reason,
                 step_uuid=step_uuid,
                 turn_id=self.turn_id,
+                asked_at=asked_at,
             )
             for parked in calls
         ]

@@ -1,6 +1,7 @@
 import logging
 
 import pytest
+from prometheus_client import REGISTRY
 from redis.exceptions import ResponseError
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
@@ -58,8 +59,10 @@ def test_the_janitor_names_each_call_without_a_result_once(redis):
         )
         store.append(AppendLoopEvent(event=call))
     set_state(store, "running", turn_id="t1")
+    counted = REGISTRY.get_sample_value("threadline_unknown_results_total") or 0.0
     mark_interrupted(store)
-    mark_interrupted(store)  # a second sweep must not repeat the notices
+    mark_interrupted(store)  # a second sweep must not repeat the notices (nor count them again)
+    assert REGISTRY.get_sample_value("threadline_unknown_results_total") == counted + 2
     unknown = [n for _, n in store.notices() if n.kind == "unknown_result"]
     assert [(n.tool_call_id, n.summary) for n in unknown] == [
         ("a", "command: make a"),

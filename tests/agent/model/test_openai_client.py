@@ -108,8 +108,9 @@ def test_malformed_stream_and_cut_stream(fake_llm: FakeLLM):
     with pytest.raises(MalformedResponseError):
         ask(model, request())
     fake_llm.script(Reply(text="this answer will be cut", cut_stream_after=2))
-    with pytest.raises(RetryableModelError, match="cut"):
+    with pytest.raises(RetryableModelError, match="cut") as raised:
         ask(model, request())
+    assert raised.value.cause == "stream_cut"
 
 
 def test_retry_after_is_honoured_and_the_listener_is_told_to_restart(fake_llm: FakeLLM):
@@ -120,11 +121,16 @@ def test_retry_after_is_honoured_and_the_listener_is_told_to_restart(fake_llm: F
 
     fake_llm.script(Reply(status=429, headers={"Retry-After": "7"}), Reply(status=503), text("finally"))
     heard = Heard()
+    retried: list[tuple[str, float]] = []
     model = RetryingModel(
-        OpenAICompatibleModel(fake_llm.base_url, "m"), RetryPolicy(base_delay_s=2), sleep=sleep
+        OpenAICompatibleModel(fake_llm.base_url, "m"),
+        RetryPolicy(base_delay_s=2),
+        sleep=sleep,
+        on_retry=lambda cause, delay: retried.append((cause, delay)),
     )
     response = ask(model, request(), heard)
     assert response.message.text() == "finally"
+    assert retried == [("rate_limited", 7.0), ("server_error", waits[1])]  # the observer hears each
     assert waits[0] == 7.0
     assert 1.0 <= waits[1] <= 4.0  # back-off with jitter for attempt 2
     assert [e for e in heard.events if e[0] == "restart"] == [("restart", None)] * 2
@@ -144,5 +150,6 @@ def test_retries_give_up_after_the_policy_attempts(fake_llm: FakeLLM):
 
 def test_unreachable_endpoint_is_retryable():
     model = OpenAICompatibleModel("http://127.0.0.1:9/v1", "m")
-    with pytest.raises(RetryableModelError, match="unreachable"):
+    with pytest.raises(RetryableModelError, match="unreachable") as raised:
         ask(model, request())
+    assert raised.value.cause == "unreachable"

@@ -1,0 +1,48 @@
+"""The directory where the processes of one `web` (gunicorn's workers) or one `worker` (the RQ
+workers its supervisor starts) keep their metric values, so one scrape adds them all up.
+
+prometheus_client picks between in-memory values and these files when it is first imported, so
+this runs before anything imports it (the CLI calls it first), and this module must not import
+it. Values left by an earlier run would be counted again, so the directory starts empty.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's variable; ours names a base
+
+
+def prepare_metrics_dir(role: str) -> Path:
+    """`<PROMETHEUS_MULTIPROC_DIR>/<role>` emptied (web and worker on one machine keep apart),
+    or a fresh temporary directory removed when this process exits."""
+    if "prometheus_client" in sys.modules:
+        raise RuntimeError("prepare_metrics_dir must run before prometheus_client is imported")
+    base = os.environ.get(MULTIPROC_DIR)
+    if base:
+        path = Path(base) / role
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+    else:
+        path = Path(tempfile.mkdtemp(prefix=f"threadline-{role}-metrics-"))
+        _remove_at_exit(path, os.getpid())
+    os.environ[MULTIPROC_DIR] = str(path)
+    return path
+
+
+def _remove_at_exit(path: Path, owner_pid: int) -> None:
+    def remove() -> None:
+        if os.getpid() == owner_pid:  # a forked worker exiting must not take the directory along
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(remove)
+
+
+def keep_metrics_in_memory() -> None:
+    """For a process whose metrics nobody serves: files there would pile up, never emptied."""
+    os.environ.pop(MULTIPROC_DIR, None)
