@@ -15,14 +15,17 @@ from gateway.links import parse_thread_link
 from jobs import retention
 from jobs.overview import Overview, overview
 from jobs.session.detail import SessionDetail, session_detail
+from jobs.usage import Prices
 
 Say = Callable[[str], None]
 
 
-def print_status(redis: Redis, *, as_json: bool, thread: str | None, say: Say = print) -> int:
+def print_status(
+    redis: Redis, *, as_json: bool, thread: str | None, priced: Prices | None = None, say: Say = print
+) -> int:
     if thread is None:
         found = overview(redis)
-        say(found.model_dump_json(indent=2) if as_json else "\n".join(overview_lines(found)))
+        say(found.model_dump_json(indent=2) if as_json else "\n".join(overview_lines(found, priced)))
         return 0
     ref = parse_thread_link(thread)
     if ref is None:
@@ -35,11 +38,11 @@ def print_status(redis: Redis, *, as_json: bool, thread: str | None, say: Say = 
     elif not details:
         say(f"nothing stored for {ref.channel} {ref.thread_ts}")
     else:
-        say("\n\n".join("\n".join(detail_lines(detail)) for detail in details))
+        say("\n\n".join("\n".join(detail_lines(detail, priced)) for detail in details))
     return 0
 
 
-def overview_lines(found: Overview) -> list[str]:
+def overview_lines(found: Overview, priced: Prices | None = None) -> list[str]:
     lines = [f"threadline status at {found.at}", "", "sessions:"]
     for row in found.sessions:
         where = f" on {row.worker}" if row.worker else ""
@@ -47,6 +50,8 @@ def overview_lines(found: Overview) -> list[str]:
             f"  {row.state:<17} {row.key}  owner {row.owner or '-'}  for {_duration(row.age_s)}"
             f"{where}  waiting inputs {row.waiting_inputs}"
         )
+        if row.usage.steps:
+            lines.append(f"    model usage: {row.usage.describe(priced)}")
     if not found.sessions:
         lines.append("  none working")
     lines.append(f"  ({found.idle_or_done} more idle, done or cancelled this week)")
@@ -74,17 +79,20 @@ def overview_lines(found: Overview) -> list[str]:
     return lines
 
 
-def detail_lines(detail: SessionDetail) -> list[str]:
+def detail_lines(detail: SessionDetail, priced: Prices | None = None) -> list[str]:
     lines = [
         f"session {detail.key}",
         f"  state {detail.state}  owner {detail.owner or '-'}  last turn {detail.last_turn_reason or '-'}"
         f"  waiting inputs {detail.waiting_inputs}",
+        f"  model usage: {detail.usage.describe(priced) if detail.usage.steps else 'none yet'}",
     ]
     for turn in detail.turns:
         ended = turn.ended or "not ended"
         took = f" in {turn.duration_ms / 1000:.1f}s" if turn.duration_ms is not None else ""
         calls = len(turn.tool_calls)
         lines.append(f"  turn {turn.turn_id}: {turn.steps} steps, {calls} tool calls, {ended}{took}")
+        if turn.usage.steps:
+            lines.append(f"    model usage: {turn.usage.describe(priced)}")
         lines += [f"    {call.name} {call.call_id}: {call.outcome}" for call in turn.tool_calls]
     for approval in detail.approvals:
         by = f" by {approval.decided_by}" if approval.decided_by else ""

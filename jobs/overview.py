@@ -18,11 +18,12 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 
-from jobs.keys import SESSION_INDEX, SessionKey, inbox_key, meta_key, subagents_key
+from jobs.keys import SESSION_INDEX, SessionKey, inbox_key, meta_key, subagents_key, usage_key
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.redis_text import text
 from jobs.session.meta import SessionMeta, State
 from jobs.session.user_input import UserInput
+from jobs.usage import Totals
 
 WINDOW_S = 7 * 24 * 3600  # sessions changed this recently are listed; older ones are idle history
 MAX_ROOTS = 2000  # the newest roots read per status: bounded even when a team has thousands
@@ -44,6 +45,7 @@ class SessionRow(BaseModel):
     turn_id: str | None
     worker: str | None  # the RQ worker running its turn, when one is
     waiting_inputs: int
+    usage: Totals  # the model usage of its turns so far (a root's includes its sub-agents')
 
 
 class RunningJob(BaseModel):
@@ -132,7 +134,9 @@ def _session_rows(
     with redis.pipeline(transaction=False) as pipe:
         for key in shown:
             pipe.llen(inbox_key(key))
-        waiting = pipe.execute()
+            pipe.hgetall(usage_key(key))
+        read = pipe.execute()
+    waiting, usages = read[0::2], read[1::2]
     return [
         SessionRow(
             key=str(key),
@@ -142,8 +146,9 @@ def _session_rows(
             turn_id=meta.turn_id,
             worker=workers.get(meta.job or ""),
             waiting_inputs=int(count),
+            usage=Totals.from_hash(usage),
         )
-        for (key, meta), count in zip(shown.items(), waiting, strict=True)
+        for (key, meta), count, usage in zip(shown.items(), waiting, usages, strict=True)
     ]
 
 

@@ -119,9 +119,11 @@ def _purge(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from gateway.status_report import print_status
     from jobs.runtime import redis_from_url
+    from jobs.usage import prices
 
     settings = Settings.load().require("REDIS_URL")
-    return print_status(redis_from_url(settings.REDIS_URL or ""), as_json=args.json, thread=args.thread)
+    redis = redis_from_url(settings.REDIS_URL or "")
+    return print_status(redis, as_json=args.json, thread=args.thread, priced=prices(settings))
 
 
 def _sandbox(args: argparse.Namespace) -> int:

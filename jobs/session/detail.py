@@ -20,6 +20,7 @@ from jobs.session.approvals import ApprovalStore
 from jobs.session.meta import State
 from jobs.session.repairs import Repair, repairs_of
 from jobs.session.store import SessionStore
+from jobs.usage import Totals, session_usage, turn_usage
 
 
 class ToolCallRow(BaseModel):
@@ -34,6 +35,7 @@ class TurnRow(BaseModel):
     tool_calls: list[ToolCallRow] = []
     ended: str | None = None  # the turn.ended reason; None while it runs (or if it never ended)
     duration_ms: int | None = None
+    usage: Totals = Totals()
 
 
 class ApprovalRow(BaseModel):
@@ -52,6 +54,7 @@ class SessionDetail(BaseModel):
     updated_ms: int | None
     last_turn_reason: str | None
     waiting_inputs: int
+    usage: Totals
     turns: list[TurnRow]
     approvals: list[ApprovalRow]
     repairs: list[Repair]
@@ -70,7 +73,11 @@ def session_detail(redis: Redis, key: SessionKey) -> SessionDetail:
         updated_ms=meta.updated,
         last_turn_reason=meta.last_turn_reason,
         waiting_inputs=int(redis.llen(store.inbox_key)),
-        turns=turns_from_wire(store.read_wire()),
+        usage=session_usage(redis, key),
+        turns=[
+            turn.model_copy(update={"usage": turn_usage(redis, key, turn.turn_id)})
+            for turn in turns_from_wire(store.read_wire())
+        ],
         approvals=_approvals(store),
         repairs=repairs_of(redis, key),
         subagents=sorted(text(child) for child in redis.smembers(subagents_key(key))),

@@ -44,6 +44,7 @@ def test_status_shows_the_running_turn_on_its_worker_and_a_finished_threads_tool
         found = status_json(stack)
         (running,) = [row for row in found["sessions"] if row["key"] == str(busy.key)]
         assert (running["state"], running["owner"], running["worker"]) == ("running", "W222", turn_worker)
+        assert running["usage"]["steps"] == 1 and running["usage"]["input"] > 0  # its one model call
         assert str(finished.key) not in [row["key"] for row in found["sessions"]]  # idle: counted only
         assert found["idle_or_done"] >= 1
         (worker,) = [w for w in found["workers"] if w["name"] == turn_worker]
@@ -55,6 +56,7 @@ def test_status_shows_the_running_turn_on_its_worker_and_a_finished_threads_tool
         assert shown.returncode == 0, shown.stderr
         assert "1 tool calls, completed" in shown.stdout
         assert "list_dir ls1: ok" in shown.stdout
+        assert "model usage: " in shown.stdout and " tokens (" in shown.stdout  # two model calls
     finally:
         cancel(redis, busy.key, by="W222")
     busy_turns.assert_stopped(busy)
