@@ -18,9 +18,11 @@ outbox apart) and the bytes Redis received.
 
     python -m bench.turns --metrics [--rounds 2] [--sessions 50] [--redis …]
 
-measures what Prometheus metrics cost (issue 21): dispatch latency and turns per second on
-SimpleWorker with metrics off (METRICS_PORT unset: values in process memory, never read) and on
-(METRICS_PORT set: multiprocess files, scraped every second during the run), alternating in the
+measures what Prometheus metrics and correlated logging cost (issue 21): dispatch latency and
+turns per second on SimpleWorker with both off (METRICS_PORT unset: values in process memory,
+never read; LOG_LEVEL=WARNING: hardly a line written) and on (METRICS_PORT set: multiprocess
+files, scraped every second during the run; LOG_FORMAT=json at INFO: every line a JSON object
+with its thread, turn and job), alternating in the
 same run so both see the same machine, and the overhead in per cent; the worker processes' CPU
 per turn (from /proc, hardly moved by other work on a shared machine); and the CPU one turn's
 metric updates take, timed alone in memory and in multiprocess files.
@@ -277,7 +279,9 @@ def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) 
     clock = Clock()
     slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM(default=clock.reply).start()
     port = free_port()
-    env = {"METRICS_PORT": str(port)} if metrics_on else {}
+    quiet = {"LOG_LEVEL": "WARNING"}
+    observed = {"METRICS_PORT": str(port), "LOG_FORMAT": "json", "LOG_LEVEL": "INFO"}
+    env = observed if metrics_on else quiet
     scraper = Scraper(f"http://127.0.0.1:{port}/metrics") if metrics_on else None
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -343,7 +347,8 @@ def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
             runs[mode].append(run_metrics_mode(mode == "on", redis_url, sessions, f"{mode}{round_}"))
     print(f"{WORKERS} SimpleWorker processes; {rounds} rounds of off/on alternating; {sessions} sessions")
     print("median of the rounds, then the best round (the one other work on the machine disturbed least)")
-    print(f"{'':36}{'metrics off':>14}{'metrics on':>14}{'overhead':>10}")
+    print("off: no metrics served, LOG_LEVEL=WARNING; on: METRICS_PORT scraped each second, JSON logs")
+    print(f"{'':36}{'off':>14}{'on':>14}{'overhead':>10}")
     for summary in ("median", "best"):
         for label, field, lower_is_better in FIGURES:
             off, on = (_summarised([r[field] for r in runs[m]], summary, lower_is_better)
