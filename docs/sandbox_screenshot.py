@@ -1,4 +1,5 @@
-"""Take docs/sandbox.png: a finished turn in a running sandbox, in headless Chromium.
+"""Take docs/sandbox.png: a finished, streamed turn in a running sandbox (its steps' task
+timelines and the answer's feedback buttons), in headless Chromium.
 
 make run                                   # in another terminal; note the Sandbox URL
 .venv/bin/python docs/sandbox_screenshot.py 'http://127.0.0.1:3001/?token=…' docs/sandbox.png
@@ -26,7 +27,8 @@ def main(url: str, out: str) -> None:
         page.press("#channel-input", "Enter")
         thread = page.locator("#thread-messages")
         expect(thread).to_contain_text("here is what the tool returned")
-        expect(thread.locator(".message.bot").first).to_contain_text("Done")
+        expect(thread.locator(".task-complete").first).to_be_visible()  # the step's tool call, done
+        expect(thread.locator(".streaming")).to_have_count(0)  # every stream stopped
         page.screenshot(path=out)
         browser.close()
 
