@@ -29,6 +29,7 @@ def main(url: str, out: str) -> None:
         expect(thread).to_contain_text("here is what the tool returned")
         expect(thread.locator(".task-complete").first).to_be_visible()  # the step's tool call, done
         expect(thread.locator(".streaming")).to_have_count(0)  # every stream stopped
+        expect(thread.locator(".reaction").first).to_be_visible()  # ✅ on the mention: the turn ended
         page.screenshot(path=out)
         browser.close()
 
