@@ -18,7 +18,16 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 
-from jobs.keys import SESSION_INDEX, SessionKey, inbox_key, meta_key, subagents_key, usage_key
+from jobs.keys import (
+    QUEUED_SESSIONS,
+    RUNNING_SESSIONS,
+    SESSION_INDEX,
+    SessionKey,
+    inbox_key,
+    meta_key,
+    subagents_key,
+    usage_key,
+)
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.redis_text import text
 from jobs.session.meta import SessionMeta, State
@@ -108,7 +117,10 @@ def overview(redis: Redis) -> Overview:
 def _recent_sessions(redis: Redis, now: float) -> dict[SessionKey, SessionMeta]:
     since_ms = int((now - WINDOW_S) * 1000)
     found: list[bytes] = redis.zrevrangebyscore(SESSION_INDEX, "+inf", since_ms, 0, MAX_ROOTS)  # type: ignore[assignment]  # no scores asked for: names only
-    roots = [text(name) for name in found]
+    # The intake script queues a new session without indexing it: the queued and running sets
+    # name those (their sub-agents are under roots the index has).
+    working: set[bytes] = redis.sunion([QUEUED_SESSIONS, RUNNING_SESSIONS])  # type: ignore[assignment]  # a set, not an awaitable
+    roots = list(dict.fromkeys([*(text(name) for name in found), *sorted(text(name) for name in working)]))
     with redis.pipeline(transaction=False) as pipe:
         for root in roots:
             pipe.smembers(subagents_key(SessionKey.parse(root)))
@@ -193,7 +205,7 @@ def _worker_rows(redis: Redis, running: list[RunningJob], now: float) -> list[Wo
 
 
 def _queue_row(handle: Queue, now: float) -> QueueRow:
-    first = handle.get_job_ids(0, 0)
+    first = handle.get_job_ids(0, 1)  # offset, length
     oldest = _jobs(handle.connection, first)
     return QueueRow(
         name=handle.name,
