@@ -11,12 +11,21 @@ POLL_S = 0.1
 
 
 def answer_times(slack: FakeSlack, answer: str) -> dict[str, float]:
-    """thread ts → when a message containing `answer` was first posted there (the fake's own
-    record of the call)."""
+    """thread ts → when a message containing `answer` first reached Slack there (the fake's own
+    record of the call): a post, or a streamed step's start or append."""
     times: dict[str, float] = {}
-    for call in slack.calls("chat.postMessage"):
-        if call.outcome == "ok" and answer in str(call.args):
+    streams: dict[str, str] = {}  # a streamed message's ts → its thread's, from the fake's state
+    with slack.state.lock:  # the fake's HTTP threads write it meanwhile
+        for channel in slack.state.messages.values():
+            for ts, message in channel.items():
+                streams[ts] = str(message.get("thread_ts", ts))
+    for call in slack.calls():
+        if call.outcome != "ok" or answer not in str(call.args):
+            continue
+        if call.method in ("chat.postMessage", "chat.startStream"):
             times.setdefault(str(call.args.get("thread_ts")), call.at)
+        elif call.method == "chat.appendStream" and str(call.args.get("ts")) in streams:
+            times.setdefault(streams[str(call.args.get("ts"))], call.at)
     return times
 
 
