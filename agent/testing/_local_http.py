@@ -21,6 +21,15 @@ class QuietHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return
 
+    def _raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+        """One whole answer: status, length, the given headers, the body."""
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
 
 class _Server(ThreadingHTTPServer):
     # socketserver listens with a backlog of 5: a client opening more connections at once (a

@@ -391,12 +391,6 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self._raw(status, json.dumps(payload).encode(), headers or {})
 
         def _raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
-            headers = {"Content-Type": "application/json", **headers}
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            super()._raw(status, data, {"Content-Type": "application/json", **headers})
 
     return Handler

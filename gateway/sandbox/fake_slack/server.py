@@ -246,14 +246,6 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 return self._raw(404, b"File not found", {"Content-Type": "text/plain"})
             self._raw(200, shared[2], {"Content-Type": shared[1]})
 
-        def _raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
         def _call(self, method: str, args: dict[str, Any], token: str | None) -> None:
             try:
                 status, body, headers = fake.dispatch(method, args, token)
