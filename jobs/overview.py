@@ -102,13 +102,13 @@ class Overview(BaseModel):
 def overview(redis: Redis) -> Overview:
     now = time.time()
     metas = _recent_sessions(redis, now)
-    running = _running_jobs(redis, now)
-    sessions = _session_rows(redis, metas, running, now)
+    held = _running_by_worker(redis, now)
+    sessions = _session_rows(redis, metas, held, now)
     return Overview(
         at=datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
         sessions=sorted(sessions, key=lambda row: (SHOWN_STATES.index(row.state), -(row.age_s or 0))),
         idle_or_done=len(metas) - len(sessions),
-        workers=_worker_rows(redis, running, now),
+        workers=_worker_rows(redis, held, now),
         queues=[_queue_row(queue(redis, name), now) for name in (TURNS_QUEUE, SLACK_QUEUE)],
         oldest_waiting_input=_oldest_waiting(redis, sessions, now),
     )
@@ -139,10 +139,10 @@ def _metas(redis: Redis, keys: list[SessionKey]) -> list[SessionMeta]:
 
 
 def _session_rows(
-    redis: Redis, metas: dict[SessionKey, SessionMeta], running: list[RunningJob], now: float
+    redis: Redis, metas: dict[SessionKey, SessionMeta], held: dict[str, list[RunningJob]], now: float
 ) -> list[SessionRow]:
     shown = {key: meta for key, meta in metas.items() if meta.state in SHOWN_STATES}
-    workers = {job.job_id: worker for worker, jobs in _by_worker(redis, running) for job in jobs}
+    workers = {job.job_id: worker for worker, jobs in held.items() for job in jobs}
     with redis.pipeline(transaction=False) as pipe:
         for key in shown:
             pipe.llen(inbox_key(key))
@@ -164,31 +164,23 @@ def _session_rows(
     ]
 
 
-def _running_jobs(redis: Redis, now: float) -> list[RunningJob]:
-    found: list[RunningJob] = []
+def _running_by_worker(redis: Redis, now: float) -> dict[str, list[RunningJob]]:
+    """The started jobs of both queues, grouped by the worker RQ says took each one (one fetch
+    of the jobs serves the session rows and the worker rows)."""
+    held: dict[str, list[RunningJob]] = {}
     for name in (TURNS_QUEUE, SLACK_QUEUE):
         registry = StartedJobRegistry(name, connection=redis, serializer=SERIALIZER)
         ids = [job_id for job_id, _ in registry.get_job_and_execution_ids()]
         for job in _jobs(redis, ids):
+            if not job.worker_name:
+                continue
             session = str(job.args[0]) if job.args else None
-            since = _age_s(job.started_at, now)
-            found.append(RunningJob(job_id=job.id, queue=name, session=session, since_s=since))
-    return found
+            row = RunningJob(job_id=job.id, queue=name, session=session, since_s=_age_s(job.started_at, now))
+            held.setdefault(job.worker_name, []).append(row)
+    return held
 
 
-def _by_worker(redis: Redis, running: list[RunningJob]) -> list[tuple[str, list[RunningJob]]]:
-    """Running jobs grouped by the worker RQ says took each one."""
-    groups: dict[str, list[RunningJob]] = {}
-    jobs = {job.id: job for job in _jobs(redis, [row.job_id for row in running])}
-    for row in running:
-        job = jobs.get(row.job_id)
-        if job is not None and job.worker_name:
-            groups.setdefault(job.worker_name, []).append(row)
-    return list(groups.items())
-
-
-def _worker_rows(redis: Redis, running: list[RunningJob], now: float) -> list[WorkerRow]:
-    held = dict(_by_worker(redis, running))
+def _worker_rows(redis: Redis, held: dict[str, list[RunningJob]], now: float) -> list[WorkerRow]:
     return [
         WorkerRow(
             name=worker.name,
