@@ -76,12 +76,28 @@ class Clock:
 
 
 def start_workers(
-    tmp: Path, redis_url: str, slack: FakeSlack, llm: FakeLLM, worker_class: str, **env: str
+    tmp: Path,
+    redis_url: str,
+    slack: FakeSlack,
+    llm: FakeLLM,
+    worker_class: str,
+    metrics_ports: list[int] | None = None,
+    **env: str,
 ) -> Stack:
+    """WORKERS supervisors, as on WORKERS machines: each serves its own METRICS_PORT (one port
+    shared would leave a single supervisor running, the others refused at start)."""
     stack = Stack(tmp, redis_url, slack.api_url, llm.base_url, THREADLINE_WORKER_CLASS=worker_class, **env)
     for index in range(WORKERS):
-        stack.spawn(f"worker{index}", [THREADLINE, "worker"])
+        own = {"METRICS_PORT": str(metrics_ports[index])} if metrics_ports else {}
+        stack.spawn(f"worker{index}", [THREADLINE, "worker"], **own)
     return stack
+
+
+def require_running(stack: Stack) -> None:
+    """A figure measured with a worker gone measures fewer workers: refuse it."""
+    for name, process in stack.processes.items():
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited during the run:\n{stack.log(name)[-2000:]}")
 
 
 def session(slack: FakeSlack, index: int, tag: str) -> tuple[SessionKey, UserInput]:
@@ -229,6 +245,7 @@ def run_class(worker_class: str, redis_url: str, sessions: int) -> dict[str, obj
         try:
             latencies = dispatch_latency(redis, slack, clock, f"lat-{worker_class}")
             rate = throughput(redis, slack, f"tp-{worker_class}", sessions)
+            require_running(stack)
         finally:
             stack.stop()
         written = {turns: bytes_per_turn(redis, slack, llm, turns) for turns in (10, 1000)}
@@ -238,19 +255,20 @@ def run_class(worker_class: str, redis_url: str, sessions: int) -> dict[str, obj
 
 
 class Scraper:
-    """Scrapes the workers' metrics every SCRAPE_EVERY_S while a run goes on, as Prometheus would."""
+    """Scrapes each supervisor's metrics every SCRAPE_EVERY_S while a run goes on, as Prometheus would."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
         self.stop = threading.Event()
-        self.scrapes = 0
+        self.scrapes = dict.fromkeys(urls, 0)
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self.stop.wait(SCRAPE_EVERY_S):
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.get(self.url, timeout=5).raise_for_status()
-                self.scrapes += 1
+            for url in self.urls:
+                with contextlib.suppress(httpx.HTTPError):
+                    httpx.get(url, timeout=5).raise_for_status()
+                    self.scrapes[url] += 1
 
     def __enter__(self) -> Scraper:
         self.thread.start()
@@ -278,27 +296,28 @@ def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) 
     redis.flushdb()
     clock = Clock()
     slack, llm = FakeSlack(bot_token=BOT_TOKEN).start(), FakeLLM(default=clock.reply).start()
-    port = free_port()
+    ports = [free_port() for _ in range(WORKERS)] if metrics_on else None
     quiet = {"LOG_LEVEL": "WARNING"}
-    observed = {"METRICS_PORT": str(port), "LOG_FORMAT": "json", "LOG_LEVEL": "INFO"}
+    observed = {"LOG_FORMAT": "json", "LOG_LEVEL": "INFO"}
     env = observed if metrics_on else quiet
-    scraper = Scraper(f"http://127.0.0.1:{port}/metrics") if metrics_on else None
+    scraper = Scraper([f"http://127.0.0.1:{port}/metrics" for port in ports]) if ports else None
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            stack = start_workers(Path(tmp), redis_url, slack, llm, "simple", **env)
+            stack = start_workers(Path(tmp), redis_url, slack, llm, "simple", ports, **env)
             try:
                 with scraper or contextlib.nullcontext():
                     latencies = dispatch_latency(redis, slack, clock, f"lat-{tag}")
                     cpu_before = workers_cpu_s(stack)
                     rate = throughput(redis, slack, f"tp-{tag}", sessions)
                     cpu_ms = (workers_cpu_s(stack) - cpu_before) * 1000 / sessions
+                require_running(stack)
             finally:
                 stack.stop()
     finally:
         slack.stop()
         llm.stop()
-    if scraper is not None and scraper.scrapes == 0:
-        raise RuntimeError("metrics on, yet the workers' METRICS_PORT never answered")
+    if scraper is not None and 0 in scraper.scrapes.values():
+        raise RuntimeError(f"metrics on, yet a supervisor's METRICS_PORT never answered: {scraper.scrapes}")
     return {"dispatch": statistics.median(latencies), "rate": rate, "cpu": cpu_ms}
 
 

@@ -90,10 +90,15 @@ class Stack:
             time.sleep(0.05)
         return self
 
-    def spawn(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
+    def spawn(self, name: str, command: list[str], **env: str) -> subprocess.Popen[bytes]:
+        """Start `command` with the stack's environment, and `env` for this process alone."""
         log = (self.logs / f"{name}.log").open("ab")
         process = subprocess.Popen(
-            command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.processes[name] = process
         return process
