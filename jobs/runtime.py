@@ -47,6 +47,7 @@ def build_model(config: Settings) -> ChatModel:
         timeout=timeout,
         pool=model_connections(),
         extra_body=config.LLM_EXTRA_BODY,
+        http2=config.LLM_HTTP2,
     )
     return RetryingModel(MeteredModel(client), on_retry=metrics.model_retried)
 

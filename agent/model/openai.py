@@ -35,7 +35,8 @@ _STRUCTURE_MARKERS = ("tool_call", "tool call", "tool_calls", "tool message", "r
 
 class OpenAICompatibleModel:
     """Speaks chat completions. `pool` decides which connections a call uses (connections.py);
-    `extra_body` is merged over every request body (provider-specific fields, LLM_EXTRA_BODY)."""
+    `extra_body` is merged over every request body (provider-specific fields, LLM_EXTRA_BODY);
+    `http2` offers HTTP/2 in the TLS handshake (ALPN), kept only where the provider accepts it."""
 
     def __init__(
         self,
@@ -48,6 +49,7 @@ class OpenAICompatibleModel:
         stream: bool = True,
         pool: ConnectionPool | None = None,
         extra_body: dict[str, Any] | None = None,
+        http2: bool = False,
     ) -> None:
         self.name = model
         self._base_url = base_url.rstrip("/") + "/"
@@ -57,7 +59,8 @@ class OpenAICompatibleModel:
         self._stream = stream
         self._pool = pool or ConnectionPool()
         self._extra_body = extra_body or {}
-        self._endpoint = (self._base_url, api_key, repr(timeout), id(transport))
+        self._http2 = http2
+        self._endpoint = (self._base_url, api_key, repr(timeout), id(transport), http2)
 
     async def complete(self, request: ModelRequest, listener: StreamListener | None = None) -> ModelResponse:
         async with self._pool.client(self._endpoint, self._client) as client:
@@ -116,6 +119,7 @@ class OpenAICompatibleModel:
             transport=self._transport,
             verify=_SSL_CONTEXT,
             limits=limits,
+            http2=self._http2,
         )
 
 
