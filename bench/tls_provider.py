@@ -7,7 +7,8 @@ on each new connection is held CONNECT_DELAY_S (from the environment variable of
 standing in for the handshakes to a distant provider, which a client pays once per connection.
 `GET /stats`
 tells how many TCP connections the provider saw (by the client's address) and the HTTP versions
-its requests used, so the benchmark can check what was negotiated.
+its requests used, so the benchmark can check what was negotiated. Under `/slow/` (a base URL
+ending in `/slow/v1`) the answer takes a second, for a client that cancels it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 START_TIMEOUT_S = 20.0
 CONNECT_DELAY_S = float(os.environ.get("CONNECT_DELAY_S", "0"))
+SLOW_PIECES = 20
+SLOW_EVERY_S = 0.05
 _CHUNKS = (
     {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
     {"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]},
@@ -58,7 +61,29 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         _clients.add(client)
         await asyncio.sleep(CONNECT_DELAY_S)
     _versions[scope["http_version"]] += 1
+    if "/slow/" in scope["path"]:
+        await _slowly(send)
+        return
     await _answer(send, "text/event-stream", _STREAM)
+
+
+async def _slowly(send: Send) -> None:
+    """Under `/slow/`: the same answer with SLOW_PIECES more text pieces, SLOW_EVERY_S apart (a
+    long answer a client may cancel half-way)."""
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+    )
+    piece = {"choices": [{"index": 0, "delta": {"content": "and "}}]}
+    for _ in range(SLOW_PIECES):
+        await send(
+            {
+                "type": "http.response.body",
+                "body": f"data: {json.dumps(piece)}\n\n".encode(),
+                "more_body": True,
+            }
+        )
+        await asyncio.sleep(SLOW_EVERY_S)
+    await send({"type": "http.response.body", "body": _STREAM})
 
 
 async def _answer(send: Send, content_type: str, body: bytes) -> None:

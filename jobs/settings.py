@@ -46,7 +46,7 @@ EXPECTED: dict[str, str] = {
         'a JSON object merged into every model request body, e.g. {"reasoning_effort": "high"}'
         " (not messages, tools or stream)"
     ),
-    "LLM_HTTP2": "true or false: offer HTTP/2 to an https:// model endpoint (kept only where it accepts it)",
+    "LLM_HTTP2": "true or false: offer HTTP/2 to an https:// model endpoint (experimental, see the README)",
     "LLM_PRICE_INPUT": "US dollars per million input tokens not served from the provider's cache (≥ 0)",
     "LLM_PRICE_OUTPUT": "US dollars per million output tokens (≥ 0)",
     "LLM_PRICE_CACHED": "US dollars per million input tokens served from the cache (≥ 0; unset: as input)",
@@ -146,8 +146,9 @@ class Settings(BaseSettings):
     LLM_TIMEOUT_SECONDS: float = Field(default=300, gt=0)
     # Provider-specific request fields (reasoning effort, thinking switches, output limits).
     LLM_EXTRA_BODY: dict[str, Any] = Field(default_factory=dict)
-    # Concurrent turns share one connection where the provider speaks HTTP/2 (bench.model_pool).
-    LLM_HTTP2: bool = True
+    # Off: httpx's HTTP/2 leaks a stream per cancelled request and, after 100, refuses every new
+    # one on that connection (encode/httpcore#1022); people stop turns mid-step all the time.
+    LLM_HTTP2: bool = False
     # Prices turn the recorded usage into cost (jobs/usage.py); unset: tokens only.
     LLM_PRICE_INPUT: float | None = Field(default=None, ge=0)
     LLM_PRICE_OUTPUT: float | None = Field(default=None, ge=0)
