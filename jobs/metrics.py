@@ -7,8 +7,8 @@ through its ports (the reporter, the retry observer, projection telemetry).
 Labels are always from a small, known set: never a session, thread, team or user id, and never a
 name the model or a payload chose (a tool the registry does not know is `unknown`). In a process
 started with PROMETHEUS_MULTIPROC_DIR set (web's gunicorn workers, the worker supervisor's RQ
-workers) prometheus_client keeps the values in files there, and the scrape adds them up
-(`jobs.metrics_export`).
+workers, the work horses of a forking worker run alone) prometheus_client keeps the values in
+files there, and the scrape adds them up (`jobs.metrics_export`).
 """
 
 from __future__ import annotations

@@ -86,15 +86,23 @@ def multiprocess_mode() -> bool:
 
 
 def exposition(redis: Redis | None = None) -> bytes:
-    """The text exposition format: every process's metrics, and the queues when `redis` is given."""
-    registry = CollectorRegistry() if multiprocess_mode() or redis is not None else REGISTRY
+    """The text exposition format of `scrape_registry(redis)`, read now."""
+    return generate_latest(scrape_registry(redis))
+
+
+def scrape_registry(redis: Redis | None = None) -> Collector:
+    """Every process's metrics (this process's alone outside multiprocess mode), and the queues
+    when `redis` is given: each collection reads them afresh, so it can be served for good."""
+    if not multiprocess_mode() and redis is None:
+        return REGISTRY
+    registry = CollectorRegistry()
     if multiprocess_mode():
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # untyped upstream
-    elif registry is not REGISTRY:
+    else:
         registry.register(_Everything())
     if redis is not None:
         registry.register(QueueCollector(redis))
-    return generate_latest(registry)
+    return registry
 
 
 class _Everything(Collector):

@@ -35,7 +35,7 @@ EXPECTED: dict[str, str] = {
     "SLACK_STREAMING": "on or off: answers stream as the model writes them (off: posted at the end)",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
-    "METRICS_PORT": "a TCP port (1-65535) where `threadline worker` serves its workers' Prometheus metrics",
+    "METRICS_PORT": "a TCP port (1-65535) where worker or web --socket serves its Prometheus metrics",
     "WEB_KEEPALIVE_SECONDS": "seconds web keeps an idle connection open (above your load balancer's)",
     "LLM_BASE_URL": "the base URL of an OpenAI-compatible API, e.g. https://api.moonshot.ai/v1",
     "LLM_API_KEY": "the API key for LLM_BASE_URL",

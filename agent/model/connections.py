@@ -61,7 +61,9 @@ class ConnectionPool:
         return client
 
     async def aclose(self) -> None:
-        """Close the shared clients (a worker stopping); the next call opens new ones."""
+        """Close the shared clients; the next call opens new ones. A stopping worker process
+        need not: its exit closes the same sockets the same way (HTTP/1.1, and httpcore sends
+        no TLS close_notify), with no await on the turn loop in its drain."""
         clients, self._clients, self._owner = self._clients, {}, None
         for client in clients.values():
             await client.aclose()

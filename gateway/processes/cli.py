@@ -9,7 +9,11 @@ import sys
 from collections.abc import Callable
 
 from gateway.processes.lifeline import SUPERVISOR_PID
-from gateway.processes.metrics_dir import keep_metrics_in_memory, prepare_metrics_dir
+from gateway.processes.metrics_dir import (
+    keep_metrics_in_memory,
+    prepare_metrics_dir,
+    remove_temporary_metrics_dir,
+)
 from jobs.settings import Settings, SettingsError
 
 WEB_SETTINGS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "REDIS_URL")
@@ -29,12 +33,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _web(args: argparse.Namespace) -> int:
     if args.socket:
+        keep_metrics_in_memory()  # one process: nothing to add up, nothing left in files
         from gateway.processes.socket_mode import serve_socket
 
         serve_socket(Settings.load().require(*SOCKET_SETTINGS))
         return 0
     settings = Settings.load().require(*WEB_SETTINGS)
-    prepare_metrics_dir("web")  # before prometheus_client is imported: gunicorn's workers share it
+    # Before prometheus_client is imported: gunicorn's workers share it.
+    prepare_metrics_dir(f"web-{settings.PORT}")
     from gateway.processes.web import serve
 
     serve(settings)
@@ -49,12 +55,7 @@ def _manifest(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    metrics_port = Settings.load().METRICS_PORT
-    # Before prometheus_client is imported. The supervisor's children inherit its directory.
-    if args.role == "all" and metrics_port is not None:
-        prepare_metrics_dir("worker")
-    elif args.role == "all" or SUPERVISOR_PID not in os.environ:
-        keep_metrics_in_memory()
+    metrics_port = _keep_worker_metrics(args, Settings.load().METRICS_PORT)
     from gateway.processes.worker import supervise, work
     from jobs.turn.tools import check_approval_settings
 
@@ -71,9 +72,24 @@ def _worker(args: argparse.Namespace) -> int:
         burst=args.burst,
         worker_class=args.worker_class,
         turn_concurrency=args.turn_concurrency,
+        metrics_port=metrics_port,
     )
     _exit_without_finalizing()
     return 0
+
+
+def _keep_worker_metrics(args: argparse.Namespace, metrics_port: int | None) -> int | None:
+    """Where this worker process keeps its metric values, settled before prometheus_client is
+    imported; the port it serves them on, if it is the one to serve them. A supervisor's RQ
+    workers inherit its choice and serve nothing. Values recorded in other processes (the
+    supervisor's RQ workers, a forking worker's work horses) go to files; else to memory."""
+    if args.role != "all" and SUPERVISOR_PID in os.environ:
+        return None
+    if metrics_port is not None and (args.role == "all" or args.worker_class == "fork"):
+        prepare_metrics_dir(f"worker-{metrics_port}")
+    else:
+        keep_metrics_in_memory()
+    return metrics_port
 
 
 def _exit_without_finalizing() -> None:
@@ -81,6 +97,7 @@ def _exit_without_finalizing() -> None:
     interpreter's own finalization, garbage collections over every loaded model and schema, takes
     over a second that a deploy or a supervisor stopping its workers would wait for."""
     logging.shutdown()
+    remove_temporary_metrics_dir()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

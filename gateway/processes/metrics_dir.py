@@ -1,5 +1,6 @@
 """The directory where the processes of one `web` (gunicorn's workers) or one `worker` (the RQ
-workers its supervisor starts) keep their metric values, so one scrape adds them all up.
+workers its supervisor starts; the work horses a lone forking worker forks) keep their metric
+values, so one scrape adds them all up. A process that records alone keeps them in memory.
 
 prometheus_client picks between in-memory values and these files when it is first imported, so
 this runs before anything imports it (the CLI calls it first), and this module must not import
@@ -18,29 +19,38 @@ from pathlib import Path
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's variable; ours names a base
 
 
-def prepare_metrics_dir(role: str) -> Path:
-    """`<PROMETHEUS_MULTIPROC_DIR>/<role>` emptied (web and worker on one machine keep apart),
-    or a fresh temporary directory removed when this process exits."""
+def prepare_metrics_dir(name: str) -> Path:
+    """`<PROMETHEUS_MULTIPROC_DIR>/<name>` emptied, or a fresh temporary directory removed when
+    this process exits. The name says the process and the port it serves on (`web-3000`,
+    `worker-9100`): the processes of one machine never share a port, so never a directory."""
     if "prometheus_client" in sys.modules:
         raise RuntimeError("prepare_metrics_dir must run before prometheus_client is imported")
     base = os.environ.get(MULTIPROC_DIR)
     if base:
-        path = Path(base) / role
+        path = Path(base) / name
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
     else:
-        path = Path(tempfile.mkdtemp(prefix=f"threadline-{role}-metrics-"))
+        path = Path(tempfile.mkdtemp(prefix=f"threadline-{name}-metrics-"))
         _remove_at_exit(path, os.getpid())
     os.environ[MULTIPROC_DIR] = str(path)
     return path
 
 
+_temporary: list[tuple[Path, int]] = []  # this process's temporary directory, and its owner
+
+
 def _remove_at_exit(path: Path, owner_pid: int) -> None:
-    def remove() -> None:
+    _temporary.append((path, owner_pid))
+    atexit.register(remove_temporary_metrics_dir)
+
+
+def remove_temporary_metrics_dir() -> None:
+    """Remove the temporary directory this process made, if any: at exit, or before an
+    `os._exit` (a worker's), which skips the exit handlers."""
+    for path, owner_pid in _temporary:
         if os.getpid() == owner_pid:  # a forked worker exiting must not take the directory along
             shutil.rmtree(path, ignore_errors=True)
-
-    atexit.register(remove)
 
 
 def keep_metrics_in_memory() -> None:

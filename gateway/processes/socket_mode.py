@@ -4,27 +4,58 @@ Slack opens no connection to us: the app dials out (apps.connections.open with t
 app-level token, then a WebSocket) and acknowledges each envelope on it. Bolt's built-in
 handler (slack_sdk's own WebSocket client, no extra dependency) runs the listeners before it
 acknowledges, as the HTTP app does, so an acknowledged event is already in Redis.
+
+It has no HTTP server: with METRICS_PORT set it serves what web's `/metrics` would (its own
+metrics, kept in memory as it is one process, and the queues) there, from a thread.
 """
 
 from __future__ import annotations
 
+import time
+
 from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk.socket_mode.builtin import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
 
 from gateway.app import build_app
 from gateway.authz import warn_if_nobody_approves
 from gateway.processes.logs import configure_logging
+from gateway.processes.metrics_port import serve_metrics
 from gateway.slack_identity import SlackIdentity
+from jobs import metrics
+from jobs.metrics_export import scrape_registry
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 
 SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not the CPU
 
 
+# Envelope types, named as web names the HTTP requests they stand for (jobs.metrics).
+ENVELOPE_KINDS = {"events_api": "event", "slash_commands": "command", "interactive": "interaction"}
+
+
 def serve_socket(settings: Settings) -> None:
     configure_logging(settings)
+    redis = redis_from_url(settings.REDIS_URL or "")
+    if settings.METRICS_PORT is not None:
+        serve_metrics(settings.METRICS_PORT, scrape_registry(redis))
     warn_if_nobody_approves(settings)
     identity = SlackIdentity(settings)
     identity.check_at_start()  # SettingsError (one line) when Slack refuses the bot token
-    app = build_app(settings, redis_from_url(settings.REDIS_URL or ""), identity)
-    handler = SocketModeHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
+    app = build_app(settings, redis, identity)
+    handler = _TimedHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
     handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated
+
+
+class _TimedHandler(SocketModeHandler):
+    """Bolt's handler, timing each envelope from the moment it is handled to its acknowledgement,
+    by kind, as web times Slack's HTTP requests (`threadline_slack_request_seconds`). Its client
+    is the built-in one, as slack_bolt's own signature says (narrowing its base class's)."""
+
+    def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        started = time.perf_counter()
+        try:
+            super().handle(client, req)
+        finally:
+            kind = ENVELOPE_KINDS.get(req.type, "other")
+            metrics.REQUEST_SECONDS.labels(kind).observe(time.perf_counter() - started)

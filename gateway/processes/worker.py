@@ -21,8 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.multiprocess import MultiProcessCollector
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -35,6 +33,7 @@ import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import SUPERVISOR_PID, die_with_parent
 from gateway.processes.logs import configure_logging
+from gateway.processes.metrics_port import serve_metrics
 from gateway.processes.rq_workers import (
     ConcurrentTurnWorker,
     ConcurrentWorker,
@@ -43,9 +42,10 @@ from gateway.processes.rq_workers import (
 )
 from gateway.processes.together import run_together
 from jobs import due_jobs, janitor, metrics, retention, runtime
+from jobs.metrics_export import scrape_registry
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
-from jobs.settings import Settings, SettingsError
+from jobs.settings import Settings
 from jobs.storage import publish_storage
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
@@ -118,27 +118,15 @@ def supervise(
 ) -> int:
     """Run the delivery worker and the turn workers as children; stop all when one stops.
     Stopping gives them `drain_s` to hand their turns back (a second SIGTERM: at once).
-    With `metrics_port`, serve the children's metrics there (they write them to the directory
-    `gateway.processes.metrics_dir` prepared)."""
+    With `metrics_port`, serve the children's metrics there: the sum of what each wrote to the
+    directory `gateway.processes.metrics_dir` prepared (multiprocess mode)."""
     me = [sys.executable, "-m", "gateway.processes.cli", "worker", *passthrough]
     commands = {"delivery": [*me, "--role", "delivery"]}
     commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
     env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
     if metrics_port is not None:
-        serve_metrics(metrics_port)
+        serve_metrics(metrics_port, scrape_registry())
     return run_together(commands, env=env, stop_grace_s=drain_s)
-
-
-def serve_metrics(port: int) -> None:
-    """Prometheus' text format on every address at `port`, from a thread of this process: the
-    sum of what every RQ worker process of this supervisor wrote (multiprocess mode)."""
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # untyped upstream
-    try:
-        start_http_server(port, registry=registry)
-    except OSError as error:  # the port is taken, or privileged
-        problem = f"threadline: cannot serve metrics on METRICS_PORT={port}: {error.strerror}"
-        raise SettingsError(problem) from None
 
 
 def work(
@@ -148,12 +136,17 @@ def work(
     burst: bool = False,
     worker_class: str = "simple",
     turn_concurrency: int | None = None,
+    metrics_port: int | None = None,
 ) -> None:
+    """One RQ worker of `role` until it is asked to stop; with `metrics_port` (a worker run
+    alone), it serves its own metrics there."""
     supervisor = int(os.environ[SUPERVISOR_PID]) if SUPERVISOR_PID in os.environ else None
     if supervisor is not None:
         die_with_parent(supervisor)
     lower_priority_to(settings.WORKER_NICENESS, supervisor_pid=supervisor)
     configure_logging(settings)
+    if metrics_port is not None:
+        serve_metrics(metrics_port, scrape_registry())
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
     runtime.settings()  # parsed once here, inherited by every forked job
     if not settings.LLM_BASE_URL:

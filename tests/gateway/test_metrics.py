@@ -1,5 +1,6 @@
 """Gateway metrics: Slack API calls and 429s against the fake Slack over HTTP, what web serves on
-/metrics, the kind of a Slack request, and the multiprocess directory a process starts with."""
+/metrics, the kind of a Slack request, the multiprocess directory a process starts with, and a
+METRICS_PORT already taken."""
 
 from __future__ import annotations
 
@@ -15,12 +16,11 @@ from prometheus_client import REGISTRY
 from slack_sdk.errors import SlackApiError
 
 from gateway.processes.web import request_kind, routes
-from gateway.processes.worker import serve_metrics
-from gateway.sandbox.fake_slack import FakeSlack, Fault
+from gateway.sandbox.fake_slack import APP_TOKEN, FakeSlack, Fault
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
-from jobs.settings import Settings, SettingsError
+from jobs.settings import Settings
 
 
 def value(name: str, **labels: str) -> float:
@@ -108,11 +108,23 @@ def test_a_process_starts_with_an_empty_directory_of_its_own_under_the_operators
     assert "MmapedValue" in value_class or "MultiProcessValue" in value_class
 
 
-def test_a_metrics_port_already_taken_stops_the_worker_with_one_line(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+@pytest.mark.parametrize(
+    "command",
+    [["worker"], ["worker", "--role", "turns"], ["worker", "--role", "delivery"], ["web", "--socket"]],
+)
+def test_a_metrics_port_already_taken_stops_the_process_with_one_line(
+    tmp_path: Path, redis_url: str, command: list[str]
+):
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(SettingsError, match=f"cannot serve metrics on METRICS_PORT={port}"):
-            serve_metrics(port)
+        env = {**os.environ, "METRICS_PORT": str(port), "REDIS_URL": redis_url, "SLACK_BOT_TOKEN": BOT_TOKEN,
+               "SLACK_APP_TOKEN": APP_TOKEN, "SLACK_API_URL": "http://127.0.0.1:9/api/",
+               "AGENT_WORKDIR": str(tmp_path / "ws"), "SLACK_APPROVERS": "U0APPROVER"}  # fmt: skip
+        cli = [sys.executable, "-m", "gateway.processes.cli", *command]
+        ended = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 2
+    assert ended.stderr.splitlines() == [
+        f"threadline: cannot serve metrics on METRICS_PORT={port}: Address already in use"
+    ]
