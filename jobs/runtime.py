@@ -48,6 +48,7 @@ def build_model(config: Settings) -> ChatModel:
         pool=model_connections(),
         extra_body=config.LLM_EXTRA_BODY,
         http2=config.LLM_HTTP2,
+        vision=config.LLM_VISION,
     )
     return RetryingModel(MeteredModel(client), on_retry=metrics.model_retried)
 

@@ -25,9 +25,15 @@ from agent.messages import (
 )
 
 EMPTY_ARGUMENTS = "{}"  # providers require a string; a call the model sent without arguments
+# In place of an image, for a model that cannot see one (it refuses the whole request otherwise).
+IMAGE_WITHHELD = "\n[an image was here; this model cannot see images, so it is left out]"
 
 
-def to_openai_messages(messages: list[Message], system: str | None = None) -> list[dict[str, Any]]:
+def to_openai_messages(
+    messages: list[Message], system: str | None = None, *, vision: bool = True
+) -> list[dict[str, Any]]:
+    """`vision=False`: images already in the history (shared while the model could see them)
+    go as a note saying so, so the conversation goes on."""
     wire = [{"role": "system", "content": system}] if system else []
     thinking = any(_reasoning(message) is not None for message in messages if message.role == "assistant")
     turn_start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
@@ -35,14 +41,15 @@ def to_openai_messages(messages: list[Message], system: str | None = None) -> li
         if message.role == "assistant":
             wire.append(_assistant(message, thinking=thinking, in_turn=index > turn_start))
         else:
-            wire.append(_to_openai(message))
+            wire.append(_to_openai(message, vision))
     return wire
 
 
-def _to_openai(message: Message) -> dict[str, Any]:
+def _to_openai(message: Message, vision: bool) -> dict[str, Any]:
+    parts = message.content if vision else [_seeable(part) for part in message.content]
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(message.content)}
-    entry: dict[str, Any] = {"role": message.role, "content": _content(message.content)}
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(parts)}
+    entry: dict[str, Any] = {"role": message.role, "content": _content(parts)}
     if message.name:
         entry["name"] = message.name
     return entry
@@ -72,6 +79,10 @@ def _reasoning(message: Message) -> str | None:
 def _tool_call(call: ToolCall) -> dict[str, Any]:
     arguments = call.arguments if call.arguments is not None else EMPTY_ARGUMENTS
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _seeable(part: ContentPart) -> ContentPart:
+    return TextPart(text=IMAGE_WITHHELD) if isinstance(part, ImageURLPart) else part
 
 
 def _content(parts: list[ContentPart]) -> str | list[dict[str, Any]]:

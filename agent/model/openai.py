@@ -36,7 +36,8 @@ _STRUCTURE_MARKERS = ("tool_call", "tool call", "tool_calls", "tool message", "r
 class OpenAICompatibleModel:
     """Speaks chat completions. `pool` decides which connections a call uses (connections.py);
     `extra_body` is merged over every request body (provider-specific fields, LLM_EXTRA_BODY);
-    `http2` offers HTTP/2 in the TLS handshake (ALPN), kept only where the provider accepts it."""
+    `http2` offers HTTP/2 in the TLS handshake (ALPN), kept only where the provider accepts it;
+    `vision=False` sends images in the history as a note (the model would refuse the request)."""
 
     def __init__(
         self,
@@ -50,6 +51,7 @@ class OpenAICompatibleModel:
         pool: ConnectionPool | None = None,
         extra_body: dict[str, Any] | None = None,
         http2: bool = False,
+        vision: bool = True,
     ) -> None:
         self.name = model
         self._base_url = base_url.rstrip("/") + "/"
@@ -60,6 +62,7 @@ class OpenAICompatibleModel:
         self._pool = pool or ConnectionPool()
         self._extra_body = extra_body or {}
         self._http2 = http2
+        self._vision = vision
         self._endpoint = (self._base_url, api_key, repr(timeout), id(transport), http2)
 
     async def complete(self, request: ModelRequest, listener: StreamListener | None = None) -> ModelResponse:
@@ -96,7 +99,7 @@ class OpenAICompatibleModel:
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.name,
-            "messages": to_openai_messages(request.messages, request.system),
+            "messages": to_openai_messages(request.messages, request.system, vision=self._vision),
         }
         if self._stream:
             body["stream"] = True

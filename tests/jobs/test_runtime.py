@@ -7,7 +7,8 @@ import asyncio
 from redis._parsers import _HiredisParser
 from redis.connection import HiredisRespSerializer
 
-from agent.messages import user_message
+from agent.messages import ImageURLPart, MediaURL, Message, TextPart, user_message
+from agent.model._openai_format import IMAGE_WITHHELD
 from agent.model.base import ModelRequest
 from jobs.runtime import build_model, redis_from_url
 from jobs.settings import Settings
@@ -34,3 +35,16 @@ def test_the_configured_model_sends_the_extra_body_and_asks_for_usage(fake_llm) 
     assert answer.usage is not None and answer.usage.input_tokens > 0
     sent = fake_llm.accepted()[0]
     assert sent["reasoning_effort"] == "high" and sent["stream_options"] == {"include_usage": True}
+
+
+def test_the_configured_model_withholds_images_while_llm_vision_is_off(fake_llm) -> None:
+    image = ImageURLPart(image_url=MediaURL(url="data:image/png;base64,iVBORw0KGgo="))
+    history = [Message(role="user", content=[TextPart(text="look"), image])]
+    for vision in (True, False):
+        fake_llm.vision = vision
+        settings = Settings.load(LLM_BASE_URL=fake_llm.base_url, LLM_MODEL="m", LLM_VISION=vision)
+        asyncio.run(build_model(settings).complete(ModelRequest(messages=history)))
+    with_vision, without = (sent["messages"][-1]["content"] for sent in fake_llm.accepted())
+    assert [part["type"] for part in with_vision] == ["text", "image_url"]
+    assert without == "look" + IMAGE_WITHHELD
+    assert fake_llm.rejected == []

@@ -9,6 +9,7 @@ import base64
 import pytest
 
 from agent.messages import ImageURLPart, MediaURL, Message, Origin, TextPart
+from agent.model._openai_format import IMAGE_WITHHELD
 from agent.model.base import ModelRequest
 from agent.model.errors import ModelError
 from agent.model.openai import OpenAICompatibleModel
@@ -50,3 +51,14 @@ def test_a_model_without_vision_refuses_an_image_part(fake_llm: FakeLLM):
 def test_an_image_costs_a_fixed_estimate_whatever_its_size():
     small, big = estimate_message(with_image(BIG_PNG[:100])), estimate_message(with_image())
     assert small == big < MEDIA_TOKEN_ESTIMATE + 20
+
+
+def test_a_client_told_its_model_cannot_see_sends_an_earlier_image_as_a_note(fake_llm: FakeLLM):
+    """Images entered the history while LLM_VISION was on, and it was switched off: the session
+    goes on, the model told an image was left out, instead of every request refused."""
+    fake_llm.script(text("I cannot see it"))
+    model = OpenAICompatibleModel(fake_llm.base_url, "m", stream=False, vision=False)
+    answer = asyncio.run(model.complete(ModelRequest(messages=[with_image()], system="s")))
+    assert answer.message.text() == "I cannot see it"
+    content = fake_llm.accepted()[0]["messages"][1]["content"]
+    assert content == "the screenshot:" + IMAGE_WITHHELD
