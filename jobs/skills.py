@@ -2,7 +2,8 @@
 
 A person invoking a skill sends its rendered instructions as their own input (origin
 `skill_activation`, trigger `user-slash`): it starts a turn when the session is idle and
-steers the running one otherwise, like any message in the thread. Inline and flow skills
+steers the running one otherwise, like any message in the thread, and the same quotas and
+budgets apply to it. Inline and flow skills
 can be invoked by people (this project has no flow engine: a flow skill's body is its
 instructions); reference skills cannot be activated.
 """
@@ -15,11 +16,15 @@ from pydantic import BaseModel
 from redis import Redis
 
 from agent.skills import Skill, SkillCatalog, SkillRoot, activation_message, session_skill_roots
-from jobs.control import ControlResult, submit_input
+from jobs.control import ControlResult
+from jobs.input import record_input
 from jobs.keys import SessionKey
+from jobs.quotas import Refused, budget_quotas, input_quotas, working_quota
+from jobs.session.state import PARKED_STATES
 from jobs.session.user_input import UserInput
 from jobs.settings import Settings
 from jobs.turn.workspace import workspace_path
+from jobs.usage import utc_day
 
 Audience = Literal["model and people", "people only", "nobody (reference)"]
 
@@ -77,7 +82,18 @@ def invoke_skill(
         return ControlResult(ok=False, message=f'"{name}" is a reference skill: it cannot be activated.')
     message = activation_message(skill, args, "user-slash", session_id=str(key), user=by)
     user_input = UserInput(text=message.text(), user=by, ts=ts, message=message)
-    where = submit_input(redis, key, user_input, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+    where = record_input(
+        redis,
+        key,
+        user_input,
+        turn_timeout_s=settings.TURN_TIMEOUT_SECONDS,
+        parked=PARKED_STATES,
+        quotas=input_quotas(settings, key, by, by_bot=by in settings.allowed_bots),
+        working=working_quota(settings, key.team, by),
+        budgets=budget_quotas(settings, key, by, utc_day()),
+    )
+    if isinstance(where, Refused):
+        return ControlResult(ok=False, message=where.quota.refusal)
     verb = "Sent it to the running turn" if where == "inbox" else "Started a turn with it"
     return ControlResult(ok=True, message=f'Loaded the skill "{name}". {verb}.')
 

@@ -21,7 +21,7 @@ from tests.e2e.sessions import link, open_session, put_in_state, response_url
 from tests.e2e.test_inbound import _bot_reply, user_texts
 from tests.e2e.test_inbound import answered as inbound_answered
 from tests.e2e.test_live_turns import card_with, click, state
-from tests.e2e.test_skill_commands import add_skills
+from tests.e2e.test_skill_commands import add_skills, say
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 from tests.slack_events import block_action, command, mention, message
@@ -246,3 +246,45 @@ def test_subagents_alive_per_root(tmp_path, redis, redis_url, fake_slack, fake_l
         assert len(subagent_keys(redis, session.key)) == 2
     finally:
         stack.stop()
+
+
+def skill_inputs(redis: Redis, key: SessionKey) -> list[str]:
+    return [said for said in user_texts(redis, key) if "Cut release v2 now." in said]
+
+
+def test_a_skill_in_the_thread_counts_against_the_person_s_rate(
+    make_stack, fake_slack, fake_llm, redis, tmp_path
+):
+    """`!skill` gives the model the person's input as a message does: a flood of skills is
+    refused like a flood of messages, not a way around the quota."""
+    stack = make_stack(QUOTA_MENTIONS_PER_USER_PER_MINUTE="1")
+    key = mention_new_thread(stack, fake_slack, "W222")
+    answered(fake_slack, key)
+    wait_for(lambda: state(redis, key) == "idle", what="the first turn to end")
+    add_skills(tmp_path / "workspaces", key)
+    say(stack, fake_slack, key, "!skill release v2", user="W222")
+    wait_for(lambda: ephemerals(fake_slack, "W222"), what="the refusal")
+    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(SLOW_DOWN)
+    assert skill_inputs(redis, key) == [] and len(fake_llm.requests) == 1
+
+    window_passes(redis, "tl:quota:T111:user:W222")
+    say(stack, fake_slack, key, "!skill release v2", user="W222")
+    wait_for(lambda: len(fake_llm.accepted()) == 2, what="the skill's turn")
+    assert len(skill_inputs(redis, key)) == 1
+
+
+def test_a_skill_command_is_refused_once_the_person_s_budget_is_spent(
+    make_stack, fake_slack, fake_llm, redis, tmp_path
+):
+    stack = make_stack(BUDGET_TOKENS_PER_USER_PER_DAY="1")
+    key = mention_new_thread(stack, fake_slack, "W222")
+    answered(fake_slack, key)
+    wait_for(lambda: state(redis, key) == "idle", what="the first turn to end")
+    add_skills(tmp_path / "workspaces", key)
+    said = stack.send_command(
+        command(
+            f"skill release {link(fake_slack, key)} v2", user="W222", response_url=response_url(fake_slack)
+        )
+    ).json()["text"]
+    assert said.startswith("You have used today's model budget")
+    assert skill_inputs(redis, key) == [] and len(fake_llm.requests) == 1
