@@ -7,6 +7,7 @@ each `deliver()` is one delivery run, as the `slack` queue would start it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,6 +22,7 @@ from jobs.session.notices import AnswerNotice
 from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from tests.polling import wait_for
 from tests.thread_view import bot_messages, shown
 
 BOT_TOKEN = "xoxb-test"
@@ -204,3 +206,20 @@ def test_a_turn_whose_worker_died_gets_its_stream_stopped(store, slack):
 
     [message] = thread(slack, store)
     assert message["text"] == ANSWER[:30] and not message["streaming"]
+
+
+def test_a_publish_while_the_stream_is_delivered_is_shown_by_that_delivery(store, slack, redis):
+    publish(store, ANSWER[:20])
+    deliver(store, slack)
+    publish(store, ANSWER[:45])
+    allow_next_append(store)
+    slack.inject(Fault("chat.appendStream", after_work=True, delay_s=1.5))  # a slow answer
+    with ThreadPoolExecutor(1) as pool:
+        holder = pool.submit(deliver, store, slack)  # has read the step, appends it, waits for Slack
+        wait_for(lambda: slack.calls("chat.appendStream"), what="the holder's append")
+        publish(store, ANSWER, done=True, final=True)
+        assert deliver(store, slack) == 0  # the thread's lock is taken: this run leaves it to the holder
+        holder.result()
+
+    [message] = thread(slack, store)
+    assert message["text"] == ANSWER and not message["streaming"]  # no sweep seconds later was needed
