@@ -24,7 +24,7 @@ from gateway.delivery.streams import StepStreams
 from gateway.delivery.timers import deliver_later
 from gateway.slack_client import web_client
 from jobs import runtime
-from jobs.keys import SessionKey, deliver_again_key, delivering_key, slack_pause_key
+from jobs.keys import SessionKey, deliver_again_key, delivering_key, slack_pause_key, timer_key
 from jobs.queues import DELIVERY_TIMEOUT_S, delivery_started
 from jobs.session.notices import LiveNotice, Notice, ProgressNotice
 from jobs.session.store import SessionStore
@@ -97,8 +97,10 @@ class Delivery:
             self.redis.set(deliver_again_key(self.key), "1", ex=DELIVERY_TIMEOUT_S)
             lock = DeliveryLock(self.redis, delivering_key(self.key))
             if not lock.acquire():
-                # The holder looks again before it returns; the sweep covers a holder that died.
-                deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
+                # The holder looks again before it returns. One that dies is covered by its watchdog
+                # (still to come: timers are never cancelled), or else by a sweep after its lock.
+                if not self.redis.exists(timer_key(self.key, "watchdog")):
+                    deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
                 return handled
             with lock:
                 self.redis.delete(deliver_again_key(self.key))  # this run reads all there is
