@@ -125,7 +125,7 @@ class StepStreams:
 
     def _postable(self, base: str, record: LiveStep) -> bool:
         """A short answer already written whole when its stream would start: one post shows the
-        same message as a stream started and stopped (two calls, of Slack's smaller tiers)."""
+        same message as a stream started and stopped (two calls; chat.stopStream is Tier 2)."""
         short = len(record.text.strip()) > 0 and len(record.text) <= POST_CHARS
         return record.done and record.final and short and not self.ledger.note(f"{base}:start")
 
