@@ -17,6 +17,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from redis import Redis
 
@@ -68,17 +69,31 @@ def _complete(message: dict) -> bool:
 
 
 def first_streamed_text_after(slack: FakeSlack, llm: FakeLLM, channel: str, since: float) -> float | None:
-    """From the model's first token to the fake Slack receiving the first streamed text of the
-    answer (chat.startStream or chat.appendStream with a markdown_text chunk); None: not streamed."""
+    """From the model's first token to the fake Slack receiving the first text of the answer's
+    step: streamed (chat.startStream or chat.appendStream with a markdown_text chunk), or the
+    step posted whole because it was written by the time delivery reached it (a post under its
+    `live:` entry); None: not streamed (the answer posted at the end, as with streaming off)."""
     first_token = min((at for at in llm.first_text_at if at >= since), default=None)
     streamed = [
-        c.at for c in slack.calls() if c.method in ("chat.startStream", "chat.appendStream")
-        and c.outcome == "ok" and c.args.get("channel") == channel and c.at >= since
-        and any(chunk.get("type") == "markdown_text" for chunk in c.args.get("chunks") or [])
+        c.at for c in slack.calls()
+        if c.outcome == "ok" and c.args.get("channel") == channel and c.at >= since
+        and (_streamed_text(c.method, c.args) or _step_posted_whole(c.method, c.args))
     ]  # fmt: skip
     if first_token is None or not streamed:
         return None
     return min(streamed) - first_token
+
+
+def _streamed_text(method: str, args: dict[str, Any]) -> bool:
+    chunks = args.get("chunks") or []
+    return method in ("chat.startStream", "chat.appendStream") and any(
+        chunk.get("type") == "markdown_text" for chunk in chunks
+    )
+
+
+def _step_posted_whole(method: str, args: dict[str, Any]) -> bool:
+    entry = ((args.get("metadata") or {}).get("event_payload") or {}).get("outbox_id") or ""
+    return method == "chat.postMessage" and entry.startswith("live:")
 
 
 def first_sign_at(slack: FakeSlack, channel: str, ts: str) -> float:
@@ -122,7 +137,7 @@ def main() -> None:
     if texts:
         print(
             f"first streamed text after the model's first token: median {statistics.median(texts):7.1f} ms"
-            f"   max {max(texts):7.1f} ms   ({len(texts)} streamed; target: median <= 500 ms)"
+            f"   max {max(texts):7.1f} ms   ({len(texts)} streamed or posted whole; target: median <= 500 ms)"
         )
     else:
         print("first streamed text: none streamed (SLACK_STREAMING=off, or Slack refused it)")

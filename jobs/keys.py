@@ -354,6 +354,12 @@ def delivering_key(key: SessionKey) -> str:
     return key.redis_key("delivering")
 
 
+def deliver_again_key(key: SessionKey) -> str:
+    """String: a delivery run found the thread's lock taken; its holder looks again before it
+    returns (gateway.delivery.job)."""
+    return key.redis_key("deliver_again")
+
+
 def ledger_key(key: SessionKey) -> str:
     """Hash: outbox entry (or a part of one) → the Slack ts it was posted as (gateway.delivery.ledger)."""
     return key.redis_key("ledger")
@@ -409,9 +415,9 @@ def fixed_session_keys(key: SessionKey) -> list[str]:
     named = (wire_key, wire_index_key, checkpoint_key, meta_key, inbox_key, outbox_key, lease_key,
              turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
-             card_children_key, card_lock_key, delivery_queued_key, delivering_key, ledger_key,
-             in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key, live_key,
-             feedback_key, repairs_key, usage_key)  # fmt: skip
+             card_children_key, card_lock_key, delivery_queued_key, delivering_key, deliver_again_key,
+             ledger_key, in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key,
+             live_key, feedback_key, repairs_key, usage_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 

@@ -24,8 +24,8 @@ from gateway.delivery.streams import StepStreams
 from gateway.delivery.timers import deliver_later
 from gateway.slack_client import web_client
 from jobs import runtime
-from jobs.keys import SessionKey, delivering_key, slack_pause_key
-from jobs.queues import delivery_started
+from jobs.keys import SessionKey, deliver_again_key, delivering_key, slack_pause_key, timer_key
+from jobs.queues import DELIVERY_TIMEOUT_S, delivery_started
 from jobs.session.notices import LiveNotice, Notice, ProgressNotice
 from jobs.session.store import SessionStore
 
@@ -93,12 +93,17 @@ class Delivery:
             return 0
         handled = 0
         while True:
+            # Asked before trying the lock: a holder letting go after this sees it and looks again.
+            self.redis.set(deliver_again_key(self.key), "1", ex=DELIVERY_TIMEOUT_S)
             lock = DeliveryLock(self.redis, delivering_key(self.key))
             if not lock.acquire():
-                # The holder looks again after letting go; this covers a holder that died.
-                deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
+                # The holder looks again before it returns. One that dies is covered by its watchdog
+                # (still to come: timers are never cancelled), or else by a sweep after its lock.
+                if not self.redis.exists(timer_key(self.key, "watchdog")):
+                    deliver_later(self.redis, self.key, "sweep", lock.remaining_ms() / 1000 + 0.1)
                 return handled
             with lock:
+                self.redis.delete(deliver_again_key(self.key))  # this run reads all there is
                 try:
                     done, waiting = self._run_locked()
                     handled += done
@@ -110,6 +115,8 @@ class Delivery:
                     self.redis.set(slack_pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
                     deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
                     return handled
+            if self.redis.delete(deliver_again_key(self.key)):
+                continue  # a run came while this one held the lock: what it was for may be new
             # A step still streaming holds the cursor: its next publish (or timer) comes back.
             if waiting or not self._pending():
                 return handled

@@ -93,7 +93,6 @@ class NoticePosting:
         for call, name in calls:
             if name is None:
                 continue
-            self.poster.pace()
             try:
                 call(name=name, **where)
             except SlackApiError as error:

@@ -3,9 +3,12 @@
 Each step the turn publishes (jobs.session.live) has one outbox entry; delivering it starts a
 Slack stream (chat.startStream) with what the step has so far, appends what it gains
 (chat.appendStream, at most every `APPEND_EVERY_S`: a run that comes sooner waits out the
-rest) and stops the stream (chat.stopStream) once the step is done; an answer's stream ends
-with the feedback buttons. Until then the cursor waits at the entry, so what follows in the
-outbox is posted after it, in order.
+rest) and stops the stream once the step is done (chat.stopStream, carrying what was not
+appended yet); an answer's stream ends with the feedback buttons. An answer of at most
+`POST_CHARS` already written whole when delivery reaches its entry (a busy deliverer, a fast
+model) is posted instead, buttons and all: the message a stream would end as, in one call
+(`ThreadPoster.post_once`, found by its metadata after a crash). Until the step is in the
+thread the cursor waits at the entry, so what follows in the outbox is posted after it, in order.
 
 Ledger entry `live:<turn>:<step>:<attempt>` holds the stream's ts; notes hold the characters
 appended (`:sent`), the task statuses shown (`:tasks`), an append in flight (`:appending`) and
@@ -26,11 +29,12 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from gateway.delivery.answers import post_answer
+from gateway.delivery.answers import CHUNK_CHARS, post_answer
 from gateway.delivery.ledger import Notes
 from gateway.delivery.poster import METADATA_EVENT, ThreadPoster
 from gateway.render.feedback import feedback_block
 from gateway.render.notices import SlackMessage
+from jobs.keys import SessionKey
 from jobs.session import live
 from jobs.session.live import LiveStep
 from jobs.session.notices import AnswerNotice, LiveNotice
@@ -40,11 +44,13 @@ log = logging.getLogger(__name__)
 
 STREAM_CHARS = 12_000  # what one streamed message shows; Slack's markdown limit for a message
 CALL_CHARS = 4_000  # text per start/append call, under Slack's 12,000 per call with room to spare
+POST_CHARS = CHUNK_CHARS  # an answer written whole by now, this short, is posted: one call, not two
 APPEND_EVERY_S = 1.0  # chat.appendStream is Tier 4 (100+/min per workspace): ~1 a second a stream
 REFUSED_NOTE = "streaming:refused"  # ledger note: Slack refused streaming here (the error code)
 # Slack cannot stream into this conversation: the session falls back to the card and one post.
 REFUSED = frozenset({"method_not_supported_for_channel_type", "channel_type_not_supported", "unknown_method"})
 CLOSED = frozenset({"message_not_in_streaming_state"})  # Slack stopped the stream (idle or too long)
+Unsent = tuple[int, str, list[dict[str, Any]]]  # characters shown, the next piece, the changed tasks
 CUT_OFF = "\n\n_(cut off: the model was asked again)_"
 
 
@@ -96,6 +102,8 @@ class StepStreams:
     # -- the steps of one stream ---------------------------------------------------------
 
     def _advance(self, base: str, record: LiveStep) -> bool:
+        if self._postable(base, record):
+            return self._post_whole(base, record)
         ts = self._started(base, record)
         if ts is None:
             return record.done
@@ -109,10 +117,22 @@ class StepStreams:
             record = live.read(self.store, record.turn_id, record.step) or record
             if _base(record) != base:
                 return False  # asked again meanwhile: the next run settles the attempts
-        self._append(base, ts, record)
         if not record.done:
+            self._append(base, ts, record)
             return False
-        self._stop(ts, record, base)
+        self._finish(base, ts, record)
+        return self._completed(base, record)
+
+    def _postable(self, base: str, record: LiveStep) -> bool:
+        """A short answer already written whole when its stream would start: one post shows the
+        same message as a stream started and stopped (two calls; chat.stopStream is Tier 2)."""
+        short = len(record.text.strip()) > 0 and len(record.text) <= POST_CHARS
+        return record.done and record.final and short and not self.ledger.note(f"{base}:start")
+
+    def _post_whole(self, base: str, record: LiveStep) -> bool:
+        self.ledger.set_note(answered_turn_note(record.turn_id), "1")  # before its buttons can be seen
+        self.poster.post_once(base, _answer_message(self.key, record, record.text))
+        self.ledger.set_note(f"{base}:sent", str(len(record.text)))
         return self._completed(base, record)
 
     def _started(self, base: str, record: LiveStep) -> str | None:
@@ -140,21 +160,39 @@ class StepStreams:
         return ts
 
     def _append(self, base: str, ts: str, record: LiveStep) -> None:
-        while True:
-            sent = int(self.ledger.note(f"{base}:sent") or 0)
-            piece = record.text[sent : min(len(record.text), STREAM_CHARS)][:CALL_CHARS]
-            tasks = _changed_tasks(record, json.loads(self.ledger.note(f"{base}:tasks") or "{}"))
-            if not piece and not tasks:
-                return
-            self.ledger.set_note(f"{base}:appending", str(sent + len(piece)))
-            self.client.chat_appendStream(channel=self.key.channel, ts=ts, chunks=_chunks(piece, tasks))
-            notes = self._shown_notes(base, sent + len(piece), record)
-            pipe = self.store.redis.pipeline(transaction=True)
-            pipe.hset(self.ledger.notes_key, mapping=notes)
-            pipe.hdel(self.ledger.notes_key, f"{base}:appending")
-            pipe.execute()
-            if not record.done:
-                return  # one append a run while the model writes: the next publish brings more
+        """One append a run while the model writes: the next publish brings more."""
+        sent, piece, tasks = self._unsent(base, record)
+        if piece or tasks:
+            self._send(base, ts, record, (sent, piece, tasks), last=False)
+
+    def _finish(self, base: str, ts: str, record: LiveStep) -> None:
+        """Append what one call cannot carry, then stop the stream with the rest of it."""
+        unsent = self._unsent(base, record)
+        while unsent[0] + len(unsent[1]) < min(len(record.text), STREAM_CHARS):
+            self._send(base, ts, record, unsent, last=False)
+            unsent = self._unsent(base, record)
+        self._send(base, ts, record, unsent, last=True)
+
+    def _unsent(self, base: str, record: LiveStep) -> Unsent:
+        """Characters shown so far, the next piece of text (one call's worth), the tasks changed."""
+        sent = int(self.ledger.note(f"{base}:sent") or 0)
+        piece = record.text[sent : min(len(record.text), STREAM_CHARS)][:CALL_CHARS]
+        return sent, piece, _changed_tasks(record, json.loads(self.ledger.note(f"{base}:tasks") or "{}"))
+
+    def _send(self, base: str, ts: str, record: LiveStep, unsent: Unsent, *, last: bool) -> None:
+        """Append the piece and the tasks (`last`: stop the stream with them), marked in flight:
+        a lost answer leaves the mark, and the step is completed by an edit, never appended to again."""
+        sent, piece, tasks = unsent
+        self.ledger.set_note(f"{base}:appending", str(sent + len(piece)))
+        chunks = _chunks(piece, tasks)
+        if last:
+            self._stop(ts, record, base, chunks or None)
+        else:
+            self.client.chat_appendStream(channel=self.key.channel, ts=ts, chunks=chunks)
+        pipe = self.store.redis.pipeline(transaction=True)
+        pipe.hset(self.ledger.notes_key, mapping=self._shown_notes(base, sent + len(piece), record))
+        pipe.hdel(self.ledger.notes_key, f"{base}:appending")
+        pipe.execute()
 
     def _stop(self, ts: str, record: LiveStep, base: str, chunks: list[dict[str, Any]] | None = None) -> None:
         blocks = [feedback_block(self.key, record.turn_id)] if record.final else None
@@ -178,10 +216,7 @@ class StepStreams:
                 raise
         shown = record.text[:STREAM_CHARS]
         if shown:
-            blocks: list[dict[str, Any]] = [{"type": "markdown", "text": shown}]
-            if record.final:
-                blocks.append(feedback_block(self.key, record.turn_id))
-            self.poster.update(ts, SlackMessage(text=shown[:CALL_CHARS], blocks=blocks))
+            self.poster.update(ts, _answer_message(self.key, record, shown))
         self.ledger.set_note(f"{base}:sent", str(len(shown)))
         return self._completed(base, record)
 
@@ -238,6 +273,14 @@ def _base(record: LiveStep) -> str:
 
 def _answered_note(turn_id: str | None, step: int) -> str:
     return f"live:{turn_id}:{step}:answered"
+
+
+def _answer_message(session: SessionKey, record: LiveStep, shown: str) -> SlackMessage:
+    """The step's text as one message: what its stopped stream shows, the buttons under an answer."""
+    blocks: list[dict[str, Any]] = [{"type": "markdown", "text": shown}]
+    if record.final:
+        blocks.append(feedback_block(session, record.turn_id))
+    return SlackMessage(text=shown[:CALL_CHARS], blocks=blocks)
 
 
 def _changed_tasks(record: LiveStep, shown: dict[str, str]) -> list[dict[str, Any]]:

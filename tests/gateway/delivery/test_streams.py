@@ -7,11 +7,12 @@ each `deliver()` is one delivery run, as the `slack` queue would start it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from gateway.delivery.job import Delivery
-from gateway.delivery.streams import STREAM_CHARS
+from gateway.delivery.streams import STREAM_CHARS, answered_turn_note
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.slack_client import web_client
 from jobs.keys import SessionKey, meta_key, slack_pause_key
@@ -21,6 +22,7 @@ from jobs.session.notices import AnswerNotice
 from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
+from tests.polling import wait_for
 from tests.thread_view import bot_messages, shown
 
 BOT_TOKEN = "xoxb-test"
@@ -87,7 +89,16 @@ def test_a_step_streams_in_several_appends_and_its_answer_is_not_posted_again(st
     assert message["text"] == ANSWER and not message["streaming"]
     assert [b["type"] for b in message["blocks"]] == ["markdown", "context_actions"]
     assert message["blocks"][1]["elements"][0]["type"] == "feedback_buttons"
-    assert len(slack.calls("chat.appendStream")) == 2
+    pieces = [
+        c.args.get("chunks") for c in slack.calls() if c.method in ("chat.appendStream", "chat.stopStream")
+    ]
+    assert (
+        pieces
+        == [  # the last piece rides on the stop: one call less
+            [{"type": "markdown_text", "text": ANSWER[20:45]}],
+            [{"type": "markdown_text", "text": ANSWER[45:]}],
+        ]
+    )
     assert slack.calls("chat.startStream")[0].args["recipient_user_id"] == "W222"
     assert not slack.calls("chat.postMessage")  # the streamed answer is the answer
     assert live.read(store, TURN, 1) is None  # forgotten once complete
@@ -161,9 +172,9 @@ def test_text_past_what_a_stream_shows_follows_as_messages(store, slack):
 
 def test_streaming_refused_falls_back_to_one_post(store, slack):
     slack.refuse_streaming("C111")
-    publish(store, ANSWER, done=True, final=True)
-    store.post_notice(AnswerNotice(turn_id=TURN, text=ANSWER, step=1))
-    publish(store, "next step", step=2, done=True, final=True)
+    publish(store, "Checking.", tasks=[LiveTask(id="c1", title="shell", status="complete")], done=True)
+    store.post_notice(AnswerNotice(turn_id=TURN, text=ANSWER, step=2))
+    publish(store, ANSWER, step=2, done=True, final=True)
     deliver(store, slack)
 
     assert [shown(m) for m in thread(slack, store)] == [ANSWER]
@@ -180,19 +191,22 @@ def test_streaming_off_posts_the_answer_once(store, slack):
     assert not slack.calls("chat.startStream") and live.read(store, TURN, 1) is None
 
 
-def test_retry_after_on_an_append_pauses_the_workspace_and_repeats_nothing(store, slack, redis):
+@pytest.mark.parametrize("method", ["chat.appendStream", "chat.stopStream"])
+def test_retry_after_on_a_stream_pauses_the_workspace_and_repeats_nothing(store, slack, redis, method):
     publish(store, ANSWER[:20])
     deliver(store, slack)
-    slack.inject(Fault("chat.appendStream", status=429, retry_after=7))
-    publish(store, ANSWER, done=True, final=True)
+    slack.inject(Fault(method, status=429, retry_after=7))
+    publish(store, ANSWER[:45], done=method == "chat.stopStream", final=True)  # a stop ends a done step
     allow_next_append(store)
     deliver(store, slack)
     assert redis.pttl(slack_pause_key("T111")) > 5_000
     redis.delete(slack_pause_key("T111"))
+    publish(store, ANSWER, done=True, final=True)
     deliver(store, slack)
 
     [message] = thread(slack, store)
-    assert message["text"] == ANSWER
+    assert shown(message).startswith(ANSWER) and shown(message).count("the answer") == 1
+    assert not message["streaming"]
 
 
 def test_a_turn_whose_worker_died_gets_its_stream_stopped(store, slack):
@@ -204,3 +218,54 @@ def test_a_turn_whose_worker_died_gets_its_stream_stopped(store, slack):
 
     [message] = thread(slack, store)
     assert message["text"] == ANSWER[:30] and not message["streaming"]
+
+
+def test_a_publish_while_the_stream_is_delivered_is_shown_by_that_delivery(store, slack, redis):
+    publish(store, ANSWER[:20])
+    deliver(store, slack)
+    publish(store, ANSWER[:45])
+    allow_next_append(store)
+    slack.inject(Fault("chat.appendStream", after_work=True, delay_s=1.5))  # a slow answer
+    with ThreadPoolExecutor(1) as pool:
+        holder = pool.submit(deliver, store, slack)  # has read the step, appends it, waits for Slack
+        wait_for(lambda: slack.calls("chat.appendStream"), what="the holder's append")
+        publish(store, ANSWER, done=True, final=True)
+        assert deliver(store, slack) == 0  # the thread's lock is taken: this run leaves it to the holder
+        holder.result()
+
+    [message] = thread(slack, store)
+    assert message["text"] == ANSWER and not message["streaming"]  # no sweep seconds later was needed
+
+
+def test_a_short_answer_written_whole_before_its_stream_starts_is_one_post(store, slack, redis):
+    publish(store, ANSWER, done=True, final=True)
+    store.post_notice(AnswerNotice(turn_id=TURN, text=ANSWER, step=1))
+    slack.inject(Fault("chat.postMessage", after_work=True, delay_s=2))  # Slack took it; the answer is lost
+    with pytest.raises(TimeoutError):
+        deliver(store, slack, timeout=1)
+    deliver(store, slack)
+
+    [message] = thread(slack, store)
+    assert shown(message) == ANSWER and [b["type"] for b in message["blocks"]] == [
+        "markdown",
+        "context_actions",
+    ]
+    assert message["blocks"][1]["elements"][0]["type"] == "feedback_buttons"
+    assert len(slack.calls("chat.postMessage")) == 1 and not slack.calls("chat.startStream")
+    assert redis.hget(store.key.redis_key("ledger_notes"), answered_turn_note(TURN)) == b"1"  # clicks count
+    assert live.read(store, TURN, 1) is None
+
+
+def test_a_lost_answer_to_the_stop_carrying_the_last_piece_ends_in_one_complete_message(store, slack):
+    publish(store, ANSWER[:20])
+    deliver(store, slack)
+    slack.inject(Fault("chat.stopStream", after_work=True, delay_s=2))  # Slack took it; the answer is lost
+    publish(store, ANSWER, done=True, final=True)
+    allow_next_append(store)
+    with pytest.raises(TimeoutError):
+        deliver(store, slack, timeout=1)
+    deliver(store, slack)
+
+    [message] = thread(slack, store)
+    assert shown(message).startswith(ANSWER) and shown(message).count("the answer") == 1
+    assert not message["streaming"] and len(slack.calls("chat.postMessage")) == 0
