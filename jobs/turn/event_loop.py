@@ -7,8 +7,9 @@ fold, notices) stay in the job's thread; `run_coroutine` hands the turn's steps 
 waits for them. Without a shared loop (a forking worker, a test, a command) it is `asyncio.run`.
 
 CPU-bound steps are kept off the loop (the file tools and the projection of a long history run
-in threads; grep's matching runs in another process, agent/tools/cpu_pool.py); the loop watches itself and logs any stall longer than STALL_WARN_S, and its
-longest stall when the process stops, so a step that blocks it does not go unseen.
+in threads; grep's matching runs in another process, agent/tools/cpu_pool.py); the loop
+watches itself and logs any stall longer than STALL_WARN_S, and its longest stall when the
+process stops, so a step that blocks it does not go unseen.
 """
 
 from __future__ import annotations

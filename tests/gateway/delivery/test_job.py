@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from gateway.delivery.job import WATCHDOG_S, Delivery
 from gateway.delivery.lock import DeliveryLock
 from gateway.delivery.timers import deliver_later
 from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
 from jobs.keys import SessionKey, deliver_again_key, delivering_key, timer_key
 from jobs.session.notices import InfoNotice
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
-
-BOT_TOKEN = "xoxb-test"
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack(bot_token=BOT_TOKEN).start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture

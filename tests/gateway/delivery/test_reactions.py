@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from gateway.delivery.job import Delivery
 from gateway.delivery.pacing import reserve_post
-from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
 from jobs.keys import SessionKey, pace_key
 from jobs.session.notices import ReactionNotice
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
-
-BOT_TOKEN = "xoxb-test"
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack(bot_token=BOT_TOKEN).start()
-    yield fake
-    fake.stop()
 
 
 def test_reactions_do_not_take_the_channels_posting_slots(redis, slack):

@@ -6,7 +6,6 @@ each `deliver()` is one delivery run, as the `slack` queue would start it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from gateway.delivery.job import Delivery
 from gateway.delivery.streams import STREAM_CHARS, answered_turn_note
 from gateway.sandbox.fake_slack import FakeSlack, Fault
+from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
 from jobs.keys import SessionKey, meta_key, slack_pause_key
 from jobs.session import live
@@ -25,16 +25,8 @@ from jobs.settings import Settings
 from tests.polling import wait_for
 from tests.thread_view import bot_messages, shown
 
-BOT_TOKEN = "xoxb-test"
 TURN = "job1.abc123"
 ANSWER = "Here is **the answer**, written in several pieces as the model streamed it."
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack(bot_token=BOT_TOKEN).start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture
