@@ -16,7 +16,9 @@ measures only the progress card's cost (issue 18): a turn of 10, 100 and 500 too
 delivery, in-process; the Redis bytes the session holds after it (MEMORY USAGE of its keys, the
 outbox apart) and the bytes Redis received.
 
-    python -m bench.turns --metrics [--rounds 2] [--sessions 50] [--redis …]   (figures: --rounds 4 --sessions 200)
+    python -m bench.turns --metrics [--rounds 2] [--sessions 50] [--redis …]
+
+(the README's figures: --rounds 4 --sessions 200; shorter bursts scatter by ±10 %)
 
 measures what Prometheus metrics and correlated logging cost (issue 21): dispatch latency and
 turns per second on SimpleWorker with both off (METRICS_PORT unset: values in process memory,
