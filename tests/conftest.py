@@ -126,6 +126,22 @@ def fake_slack() -> Iterator[FakeSlack]:
     fake.stop()
 
 
+LOG_TAIL_CHARS = 6_000  # of each process's log, shown under a failed test
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A failed test that ran real processes shows the end of each one's log: a failure under
+    CI's load is seldom repeated at will, and its processes' logs are gone with its tmp_path."""
+    report: pytest.TestReport = yield
+    tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and call.when == "call" and isinstance(tmp_path, Path):
+        for log in sorted((tmp_path / "logs").glob("*.log")):
+            tail = log.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+            report.sections.append((f"threadline {log.stem}: the last {LOG_TAIL_CHARS:,} characters", tail))
+    return report
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     fake = FakeLLM().start()
