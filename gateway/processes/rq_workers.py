@@ -75,7 +75,24 @@ def _session_of(job: Job) -> dict[str, str]:
         return {}
 
 
-class DrainingSimpleWorker(_JobsLogTheirSession, SimpleWorker):
+class _LeavesPubSubAtOnce:
+    """RQ's unsubscribe waits for its pub/sub thread with no limit (redis-py's `stop()`), and that
+    thread waits up to 60 s for a message: a stopping worker lingered up to a minute. The thread
+    is a daemon with nothing left to read; a stopping worker should not wait for it."""
+
+    pubsub: Any
+    pubsub_thread: Any
+
+    def unsubscribe(self) -> None:
+        if self.pubsub_thread is None:
+            return
+        self.pubsub.unsubscribe()
+        self.pubsub_thread.stop(timeout=PUBSUB_STOP_WAIT_S)
+        if not self.pubsub_thread.is_alive():  # else closing would pull the socket from under it
+            self.pubsub.close()
+
+
+class DrainingSimpleWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, SimpleWorker):
     """RQ's SimpleWorker whose warm shutdown hands the running turn back (jobs.turn.drain)."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
@@ -83,7 +100,7 @@ class DrainingSimpleWorker(_JobsLogTheirSession, SimpleWorker):
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
 
 
-class DrainingWorker(_JobsLogTheirSession, Worker):
+class DrainingWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, Worker):
     """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
@@ -196,16 +213,6 @@ class ConcurrentWorker(DrainingSimpleWorker):
         log_longest_stall()
         self._end_heartbeats()
         super().teardown()  # type: ignore[no-untyped-call]  # untyped in RQ
-
-    def unsubscribe(self) -> None:
-        """RQ's, without its wait of about a second for the pub/sub thread to see the stop: the
-        thread is a daemon with nothing left to read, and a stopping worker should not linger."""
-        if self.pubsub_thread is None:
-            return
-        self.pubsub.unsubscribe()
-        self.pubsub_thread.stop(timeout=PUBSUB_STOP_WAIT_S)
-        if not self.pubsub_thread.is_alive():  # else closing would pull the socket from under it
-            self.pubsub.close()
 
     def _end_heartbeats(self) -> None:
         with self._running_lock:

@@ -1,0 +1,35 @@
+"""Every RQ worker class threadline runs leaves RQ's pub/sub promptly when it stops.
+
+RQ reads its pub/sub channel in a thread that waits up to 60 s for a message, and stops it with
+redis-py's `PubSubWorkerThread.stop()`, which waits for that thread without a limit: a worker
+whose thread had gone back to waiting took up to a minute to exit after SIGTERM, which a deploy
+(or a supervisor's drain deadline) does not give it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from redis import Redis
+
+from gateway.processes.rq_workers import ConcurrentWorker, DrainingSimpleWorker, DrainingWorker
+from jobs.queues import SLACK_QUEUE, queue
+from tests.polling import wait_for
+
+DEADLINE_S = 10.0  # a deadline for the test, far below the 60 s RQ's thread can wait
+
+
+@pytest.mark.parametrize("worker_class", [DrainingSimpleWorker, DrainingWorker, ConcurrentWorker])
+def test_a_stopping_worker_leaves_its_pubsub_at_once(redis: Redis, worker_class: type) -> None:
+    extra = {"concurrency": 2} if worker_class is ConcurrentWorker else {}
+    worker = worker_class([queue(redis, SLACK_QUEUE)], connection=redis, **extra)
+    worker.subscribe()
+    wait_for(lambda: worker.pubsub.subscribed, what="the subscription")
+    # The state RQ's thread is in most of its life: nothing subscribed any more, waiting for it.
+    worker.pubsub.unsubscribe()
+    wait_for(lambda: not worker.pubsub.subscribed, what="the thread to read the unsubscription")
+
+    leaving = threading.Thread(target=worker.unsubscribe, daemon=True)
+    leaving.start()
+    leaving.join(timeout=DEADLINE_S)
+    assert not leaving.is_alive(), f"{worker_class.__name__}.unsubscribe still waiting for RQ's thread"
