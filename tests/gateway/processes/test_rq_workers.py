@@ -7,7 +7,10 @@ whose thread had gone back to waiting took up to a minute to exit after SIGTERM,
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -33,3 +36,36 @@ def test_a_stopping_worker_leaves_its_pubsub_at_once(redis: Redis, worker_class:
     leaving.start()
     leaving.join(timeout=DEADLINE_S)
     assert not leaving.is_alive(), f"{worker_class.__name__}.unsubscribe still waiting for RQ's thread"
+
+
+DONE_KEY = "tests:rq_workers:done"
+
+
+def mark_done() -> None:
+    """The job: leaves a mark that it ran."""
+    from rq import get_current_job
+
+    job = get_current_job()
+    assert job is not None
+    job.connection.set(DONE_KEY, "1")
+
+
+class StoppedRightAfterTakingAJob(ConcurrentWorker):
+    """SIGTERM (a deploy) lands the moment a job has been taken off the queue, before it runs."""
+
+    def reorder_queues(self, reference_queue: Any) -> None:  # RQ calls it just after the pop
+        super().reorder_queues(reference_queue)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_job_taken_as_the_worker_is_told_to_stop_still_runs(redis: Redis) -> None:
+    """Dropped there, a delivery job left its `delivery_queued` flag behind, and every later
+    delivery of that thread was skipped as already queued: a deploy silenced the thread."""
+    slack = queue(redis, SLACK_QUEUE)
+    slack.enqueue(mark_done)
+    worker = StoppedRightAfterTakingAJob(
+        [slack], connection=redis, concurrency=2, serializer=slack.serializer
+    )
+    worker.work()
+    assert redis.get(DONE_KEY) == b"1"
+    assert slack.count == 0 and worker.get_state() != "busy"
