@@ -30,6 +30,7 @@ from typing import Any
 
 from redis.client import Pipeline
 from rq import SimpleWorker, Worker
+from rq.exceptions import StopRequested
 from rq.executions import Execution
 from rq.job import Job
 from rq.queue import Queue
@@ -49,7 +50,7 @@ DRAIN_SIGNAL = signal.SIGUSR1  # the forking worker tells its work horse to drai
 # What a stopping worker keeps of WORKER_DRAIN_SECONDS to hand its turns back after their tools
 # stopped, so it exits before its supervisor kills it.
 HAND_BACK_S = 2.0
-STOP_CHECK_S = 1  # a waiting worker looks this often whether it was asked to stop (RQ: whole seconds)
+SLOT_WAIT_S = 5.0  # a worker waiting for a free slot heartbeats this often
 PUBSUB_STOP_WAIT_S = 0.05
 EXECUTION_HEARTBEAT_S = 10.0  # well inside RQ's execution TTL (min(timeout, 30 s) + 60 s)
 
@@ -125,20 +126,19 @@ class ConcurrentWorker(DrainingSimpleWorker):
         self._running: dict[threading.Thread, tuple[Job, Execution]] = {}
         self._running_lock = threading.Lock()
         self._torn_down = False
+        self._in_hand = False  # a job taken off the queue, its thread not yet started
         self._all_done = threading.Event()  # torn down and nothing running: heartbeats end
         threading.Thread(target=self._beat_executions, name="rq executions heartbeat", daemon=True).start()
 
     # -- taking jobs ------------------------------------------------------------------
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
-        """RQ's dequeue, once a slot is free (heartbeating while every slot is busy); None once
-        the worker is asked to stop, which RQ's loop takes as its end."""
-        while not self._slots.acquire(timeout=STOP_CHECK_S):
+        """RQ's dequeue, once a slot is free (heartbeating while every slot is busy)."""
+        while not self._slots.acquire(timeout=SLOT_WAIT_S):
             self.heartbeat()
-            if self._stop_requested:
-                return None
+        self._in_hand = False  # whatever became of the last one, nothing is in hand while waiting
         try:
-            result = self._dequeue_until_stopped(timeout, max_idle_time)
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
         except BaseException:
             self._slots.release()
             raise
@@ -146,16 +146,11 @@ class ConcurrentWorker(DrainingSimpleWorker):
             self._slots.release()
         return result
 
-    def _dequeue_until_stopped(self, timeout: int | None, max_idle_time: int | None) -> Any:
-        """RQ's dequeue in waits of STOP_CHECK_S: a stop request is seen between two waits, never
-        between taking a job off the queue and starting it (see `_shutdown`)."""
-        if timeout is None or max_idle_time is not None:  # burst, or an idle limit: RQ's own
-            return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
-        while not self._stop_requested:
-            result = super().dequeue_job_and_maintain_ttl(STOP_CHECK_S, max_idle_time=STOP_CHECK_S)
-            if result is not None:
-                return result
-        return None
+    def reorder_queues(self, reference_queue: Queue) -> None:
+        """RQ calls it just after taking a job off a queue: from here until the job's thread is
+        registered, a stop request must not drop the job (`_shutdown`)."""
+        self._in_hand = True
+        super().reorder_queues(reference_queue)
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         execution = self.prepare_execution(job)
@@ -165,6 +160,7 @@ class ConcurrentWorker(DrainingSimpleWorker):
         with self._running_lock:
             self._running[thread] = (job, execution)
         thread.start()
+        self._in_hand = False
 
     def _perform(self, job: Job, queue: Queue, execution: Execution) -> None:
         try:
@@ -205,12 +201,14 @@ class ConcurrentWorker(DrainingSimpleWorker):
     # -- stopping ---------------------------------------------------------------------
 
     def _shutdown(self) -> None:
-        """Stop taking jobs, even when some run (turns are draining; `teardown` waits). RQ raises
-        StopRequested from the signal handler, which could land between a job's leaving the queue
-        and its start and drop it (its session's queued flag then kept every later job away):
-        the dequeue sees the request within STOP_CHECK_S instead."""
+        """Stop taking jobs now, even when some run (turns are draining; `teardown` waits). With a
+        job just taken off the queue and not yet started, raising would drop it (and its session's
+        queued flag would keep every later job of that session away for hours): RQ's loop sees
+        the request once the job has started instead."""
         self._stop_requested = True
         self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]  # untyped in RQ
+        if not self._in_hand:
+            raise StopRequested()
 
     def teardown(self) -> None:
         """Let running jobs end (turns hand themselves back, posts complete) before the worker
