@@ -21,11 +21,13 @@ is never cut short, so a day can end a little over its budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from redis import Redis
 
 from jobs.keys import SessionKey, daily_usage_key, quota_key, working_sessions_key
 from jobs.settings import Settings
+from jobs.usage import utc_day
 
 MINUTE_S = 60
 HOUR_S = 3600
@@ -129,3 +131,21 @@ def spent_budget(redis: Redis, budgets: list[Quota]) -> Quota | None:
         if int(redis.hget(budget.key, "tokens") or 0) >= budget.limit:
             return budget
     return None
+
+
+class InputLimits(TypedDict):
+    """What jobs.input.record_input checks a person's input against (its keyword arguments)."""
+
+    quotas: list[Quota]
+    working: Quota | None
+    budgets: list[Quota]
+
+
+def input_limits(settings: Settings, key: SessionKey, user: str, *, by_bot: bool) -> InputLimits:
+    """Every limit a person's input meets, a message or a skill alike: the rates, the sessions
+    working at once, and today's budgets."""
+    return InputLimits(
+        quotas=input_quotas(settings, key, user, by_bot=by_bot),
+        working=working_quota(settings, key.team, user),
+        budgets=budget_quotas(settings, key, user, utc_day()),
+    )

@@ -19,12 +19,11 @@ from agent.skills import Skill, SkillCatalog, SkillRoot, activation_message, ses
 from jobs.control import ControlResult
 from jobs.input import record_input
 from jobs.keys import SessionKey
-from jobs.quotas import Refused, budget_quotas, input_quotas, working_quota
+from jobs.quotas import Refused, input_limits
 from jobs.session.state import PARKED_STATES
 from jobs.session.user_input import UserInput
 from jobs.settings import Settings
 from jobs.turn.workspace import workspace_path
-from jobs.usage import utc_day
 
 Audience = Literal["model and people", "people only", "nobody (reference)"]
 
@@ -88,9 +87,7 @@ def invoke_skill(
         user_input,
         turn_timeout_s=settings.TURN_TIMEOUT_SECONDS,
         parked=PARKED_STATES,
-        quotas=input_quotas(settings, key, by, by_bot=by in settings.allowed_bots),
-        working=working_quota(settings, key.team, by),
-        budgets=budget_quotas(settings, key, by, utc_day()),
+        **input_limits(settings, key, by, by_bot=by in settings.allowed_bots),
     )
     if isinstance(where, Refused):
         return ControlResult(ok=False, message=where.quota.refusal)

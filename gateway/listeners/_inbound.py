@@ -25,13 +25,12 @@ from gateway.listeners._controls import act, thread_word
 from gateway.listeners._skill_words import skill_request, use_skill
 from jobs.input import WithoutSession, record_input
 from jobs.keys import SessionKey
-from jobs.quotas import Refused, budget_quotas, input_quotas, working_quota
+from jobs.quotas import Refused, input_limits
 from jobs.session.dedupe import DEDUPE_TTL_S, claim, delivery_keys, release
 from jobs.session.reactions import mark_seen
 from jobs.session.state import PARKED_STATES, session_exists
 from jobs.session.store import SessionStore
 from jobs.session.user_input import SharedFile
-from jobs.usage import utc_day
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +108,7 @@ def _record(deps: Deps, said: SlackInput) -> str:
         dedupe_keys=delivery_keys(said.key.team, said.event_id, said.key.channel, said.ts),
         dedupe_ttl_s=DEDUPE_TTL_S,
         without_session=_without_session(said),
-        quotas=input_quotas(deps.settings, said.key, said.user, by_bot=by_bot),
-        working=working_quota(deps.settings, said.key.team, said.user),
-        budgets=budget_quotas(deps.settings, said.key, said.user, utc_day()),
+        **input_limits(deps.settings, said.key, said.user, by_bot=by_bot),
     )
     if isinstance(recorded, Refused):
         if recorded.tell and not by_bot:  # a bot reads no ephemeral line; its loop just stops
