@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from gateway.sandbox.stack import free_port
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -100,7 +101,7 @@ class TLSProvider:
         self.connect_delay_s = connect_delay_s
         self.cert, self.key = directory / "cert.pem", directory / "key.pem"
         _self_signed(self.cert, self.key)
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"https://127.0.0.1:{self.port}/v1"
         self._config = directory / "hypercorn.toml"
         protocols = '["h2", "http/1.1"]' if http2 else '["http/1.1"]'
@@ -148,9 +149,3 @@ def _self_signed(cert: Path, key: Path) -> None:
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
