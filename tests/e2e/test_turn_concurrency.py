@@ -29,13 +29,11 @@ AT_ONCE = 4
 
 def test_one_worker_process_runs_turns_at_once_each_a_started_rq_job(make_stack, fake_slack, fake_llm, redis):
     asked: list[dict[str, Any]] = []
-    all_in = threading.Event()
+    checked = threading.Event()
 
     def model(body: dict[str, Any]) -> Any:
         asked.append(body)
-        if len(asked) >= AT_ONCE:
-            all_in.set()
-        all_in.wait(60)  # answers only once every turn's request is in: they run at once
+        checked.wait(60)  # no turn answers before the test has seen all of them running at once
         return text("done")
 
     fake_llm.default = model
@@ -50,7 +48,7 @@ def test_one_worker_process_runs_turns_at_once_each_a_started_rq_job(make_stack,
         assert len(turn_workers[0].get_current_executions(refresh=True)) == AT_ONCE
         assert StartedJobRegistry(TURNS_QUEUE, connection=redis).count == AT_ONCE
     finally:
-        all_in.set()
+        checked.set()
     for session in sessions:
         wait_for(lambda session=session: "done" in session.bot_texts(), what="each answer")
     wait_for(
