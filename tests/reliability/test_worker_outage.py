@@ -17,10 +17,11 @@ HERE = "tests.reliability.test_worker_outage"
 QUEUE = "outage"
 # What `threadline worker` runs for each of its RQ workers, on a queue of the test's own.
 WORKER = (
-    "import sys; from redis import Redis; from rq import Queue, SimpleWorker; "
+    "import sys; from redis import Redis; from rq import Queue; "
+    "from gateway.processes.rq_workers import DrainingSimpleWorker; "
     "from gateway.processes.worker import work_through_outages; "
     "r = Redis.from_url(sys.argv[1]); q = Queue(sys.argv[2], connection=r); "
-    "work_through_outages(lambda: SimpleWorker([q], connection=r))"
+    "work_through_outages(lambda: DrainingSimpleWorker([q], connection=r))"
 )
 
 
