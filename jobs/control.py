@@ -32,6 +32,7 @@ from jobs.queues import (
     schedule_turn,
     turn_job_id,
 )
+from jobs.quotas import Quota, claim_working
 from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore, Decision, waited_text
 from jobs.session.feedback import Feedback, all_feedback
@@ -183,7 +184,11 @@ def _record_cancelled(store: SessionStore, by: str, *, target: Literal["active",
     schedule_delivery(store.redis, store.key)
 
 
-def resume(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> ControlResult:
+def resume(
+    redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int, working: Quota | None = None
+) -> ControlResult:
+    """Queue the next turn of a stopped session; it counts among the sessions `by` has working
+    (`working`, jobs.quotas.working_quota), so it is refused when that many already are."""
     store = SessionStore(redis, key)
     state = state_of(store)
     if state in ("running", "queued"):
@@ -198,6 +203,8 @@ def resume(redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int) -> Co
         return ControlResult(
             ok=False, message="Nothing to resume: the last turn finished. Reply in the thread."
         )
+    if working is not None and not claim_working(redis, working, key, now_ms()):
+        return ControlResult(ok=False, message=working.refusal)
     redis.delete(cancel_key(key))
     store.meta.request_resume(by)
     if schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):

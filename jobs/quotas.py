@@ -25,7 +25,16 @@ from typing import TypedDict
 
 from redis import Redis
 
-from jobs.keys import SessionKey, daily_usage_key, quota_key, working_sessions_key
+from jobs.keys import (
+    MetaField,
+    SessionKey,
+    daily_usage_key,
+    quota_key,
+    session_key_around,
+    working_sessions_key,
+)
+from jobs.lua import lua
+from jobs.session.state import WORKING_STATES
 from jobs.settings import Settings
 from jobs.usage import utc_day
 
@@ -95,10 +104,42 @@ def working_quota(settings: Settings, team: str, user: str) -> Quota | None:
         working_sessions_key(team, user),
         limit,
         WORKING_TTL_S,
-        f"You already have {limit} sessions working (running, queued or waiting for an approval or"
-        " sub-agents), the most one person may have at once. This one was not read; send it again"
-        " when one of them has ended, or stop one with `!stop` in its thread.",
+        f"You already have {limit} session{'' if limit == 1 else 's'} working (running, queued or waiting"
+        " for an approval or sub-agents), the most one person may have at once. This one was not"
+        " read; send it again when one of them has ended, or stop one with `!stop` in its thread.",
     )
+
+
+# KEYS[1]: the person's working set. ARGV: limit, ttl_s, now_ms, the session, what comes before
+# and after a session in its meta key, the meta's state field, then the working states. Counts
+# the other sessions still working (forgetting those that ended); under the limit, adds this one.
+_CLAIM_WORKING = """
+local working_key, limit, session = KEYS[1], tonumber(ARGV[1]), ARGV[4]
+local states = {}
+for i = 8, #ARGV do states[ARGV[i]] = true end
+local working = 0
+for _, other in ipairs(redis.call('ZRANGE', working_key, 0, -1)) do
+  if other ~= session then
+    if states[redis.call('HGET', ARGV[5] .. other .. ARGV[6], ARGV[7]) or 'idle'] then
+      working = working + 1
+    else
+      redis.call('ZREM', working_key, other)
+    end
+  end
+end
+if working >= limit then return 0 end
+redis.call('ZADD', working_key, ARGV[3], session)
+redis.call('EXPIRE', working_key, ARGV[2])
+return 1
+"""
+
+
+def claim_working(redis: Redis, working: Quota, key: SessionKey, now_ms: int) -> bool:
+    """Count `key` among the sessions `working`'s person has working, unless that many already
+    are: for what starts a turn outside jobs/input.lua (resume)."""
+    before, after = session_key_around("meta")
+    args = [working.limit, working.window_s, now_ms, str(key), before, after, MetaField.STATE]
+    return bool(lua(redis, _CLAIM_WORKING)(keys=[working.key], args=[*args, *WORKING_STATES]))
 
 
 def budget_quotas(settings: Settings, key: SessionKey, user: str, day: str) -> list[Quota]:

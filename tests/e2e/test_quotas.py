@@ -136,6 +136,28 @@ def test_sessions_working_at_once_per_person(make_stack, fake_slack, fake_llm, r
     assert len(ephemerals(fake_slack, "W222")) == 1
 
 
+def test_a_resume_is_a_session_working_and_counts_against_the_person(make_stack, fake_slack, fake_llm, redis):
+    stack = make_stack(QUOTA_SESSIONS_PER_USER="2", **ASKING)
+    stopped = parked_session(stack, fake_slack, fake_llm, redis)
+    say(stack, fake_slack, stopped, "!stop")
+    wait_for(lambda: state(redis, stopped) == "cancelled", what="the stop")
+    first, _second = (parked_session(stack, fake_slack, fake_llm, redis) for _ in range(2))
+
+    say(stack, fake_slack, stopped, "!resume")
+    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(TOO_MANY_AT_ONCE)
+    assert state(redis, stopped) == "cancelled" and redis.llen("rq:queue:turns") == 0
+    assert len(fake_llm.requests) == 3
+
+    assert click(stack, fake_slack, card_with(fake_slack, first, "Deny"), "Deny") == "Denied `shell`."
+    wait_for(lambda: state(redis, first) == "idle", what="the first session to end")
+    fake_llm.script(calls(("c2", "shell", {"command": "true"})))
+    say(stack, fake_slack, stopped, "!resume")
+    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith("Resumed")
+    wait_for(lambda: state(redis, stopped) == "awaiting_approval", what="the resumed turn to park")
+    mention_new_thread(stack, fake_slack, "W222")
+    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(TOO_MANY_AT_ONCE)
+
+
 def test_a_replayed_skill_command_adds_one_input(stack, fake_slack, fake_llm: FakeLLM, redis, tmp_path):
     key = open_session(stack, fake_slack, fake_llm)
     add_skills(tmp_path / "workspaces", key)

@@ -7,9 +7,10 @@ from redis.exceptions import ResponseError
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
 from jobs.janitor import mark_interrupted, sweep
-from jobs.keys import RUNNING_SESSIONS, SessionKey, turn_queued_key
+from jobs.keys import RUNNING_SESSIONS, SessionKey, turn_queued_key, working_sessions_key
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
 from jobs.queues import TURNS_QUEUE, queue
+from jobs.quotas import Quota
 from jobs.session.state import latest_session, set_state
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
@@ -47,6 +48,22 @@ def test_resume_only_from_a_stopped_state(redis):
     redis.delete(turn_queued_key(KEY))
     assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok
     assert store.meta.read().state == "queued" and store.meta.read().resume_requested == "U1"
+
+
+def test_a_resume_counts_among_the_sessions_working_and_forgets_those_that_ended(redis):
+    working = Quota(key=working_sessions_key("T1", "U2"), limit=1, window_s=60, refusal="too many")
+    other = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000900")
+    redis.zadd(working.key, {str(other): 1})
+    set_state(SessionStore(redis, other), "awaiting_approval")
+    set_state(SessionStore(redis, KEY), "interrupted")
+
+    refused = resume(redis, KEY, by="U2", turn_timeout_s=60, working=working)
+    assert (refused.ok, refused.message) == (False, "too many")
+    assert SessionStore(redis, KEY).meta.read().state == "interrupted" and len(queue(redis, TURNS_QUEUE)) == 0
+
+    set_state(SessionStore(redis, other), "idle")
+    assert resume(redis, KEY, by="U2", turn_timeout_s=60, working=working).ok
+    assert redis.zrange(working.key, 0, -1) == [str(KEY).encode()]
 
 
 def test_the_janitor_names_each_call_without_a_result_once(redis):
