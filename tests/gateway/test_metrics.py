@@ -108,6 +108,38 @@ def test_a_process_starts_with_an_empty_directory_of_its_own_under_the_operators
     assert "MmapedValue" in value_class or "MultiProcessValue" in value_class
 
 
+HOLDER = PROBE + "input()  # holds the directory until the test says\n"
+SECOND = """
+from gateway.processes.metrics_dir import prepare_metrics_dir
+from jobs.settings import SettingsError
+try:
+    prepare_metrics_dir("web")
+except SettingsError as error:
+    print(error)
+else:
+    print("started")
+"""
+
+
+def test_a_second_process_with_the_same_directory_stops_before_emptying_it(tmp_path: Path):
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and "['counter']" in holder.stdout.readline()
+        second = subprocess.run([sys.executable, "-c", SECOND], env=env, capture_output=True, text=True)
+        assert second.stdout.strip() == (
+            f"threadline: another process on this machine keeps its metrics in {tmp_path / 'web'} (the"
+            " same PORT or METRICS_PORT twice): give each process its own port"
+        )
+        assert [p.name.split("_")[0] for p in (tmp_path / "web").iterdir()] == ["counter"]
+    finally:
+        holder.communicate("\n", timeout=30)
+    after = subprocess.run([sys.executable, "-c", SECOND], env=env, capture_output=True, text=True)
+    assert after.stdout.strip() == "started"  # the lock ends with its process
+
+
 @pytest.mark.parametrize(
     "command",
     [["worker"], ["worker", "--role", "turns"], ["worker", "--role", "delivery"], ["web", "--socket"]],
