@@ -6,13 +6,19 @@ handler (slack_sdk's own WebSocket client, no extra dependency) runs the listene
 acknowledges, as the HTTP app does, so an acknowledged event is already in Redis.
 
 It has no HTTP server: with METRICS_PORT set it serves what web's `/metrics` would (its own
-metrics, kept in memory as it is one process, and the queues) there, from a thread.
+metrics, kept in memory as it is one process, and the queues) there, from a thread, and
+`threadline_socket_mode_connected`: whether its WebSocket is open now. slack_sdk reconnects by
+itself, so a 0 that lasts means Slack's events are not reaching this process.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
+from prometheus_client import REGISTRY
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_sdk.socket_mode.builtin import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
@@ -44,6 +50,7 @@ def serve_socket(settings: Settings) -> None:
     identity.check_at_start()  # SettingsError (one line) when Slack refuses the bot token
     app = build_app(settings, redis, identity)
     handler = _TimedHandler(app, settings.SLACK_APP_TOKEN, concurrency=SOCKET_CONCURRENCY)
+    REGISTRY.register(_Connected(handler.client))
     handler.start()  # type: ignore[no-untyped-call]  # slack_bolt leaves SocketModeHandler.start unannotated
 
 
@@ -59,3 +66,17 @@ class _TimedHandler(SocketModeHandler):
         finally:
             kind = ENVELOPE_KINDS.get(req.type, "other")
             metrics.REQUEST_SECONDS.labels(kind).observe(time.perf_counter() - started)
+
+
+class _Connected(Collector):
+    """`threadline_socket_mode_connected`, read from the client at each scrape."""
+
+    def __init__(self, client: SocketModeClient) -> None:
+        self.client = client
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "threadline_socket_mode_connected",
+            "1 while the Socket Mode WebSocket to Slack is open, else 0",
+            value=1.0 if self.client.is_connected() else 0.0,
+        )

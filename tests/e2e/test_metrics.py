@@ -148,7 +148,21 @@ def test_socket_mode_serves_on_metrics_port_what_web_would_from_memory(
     assert_one_mention_recorded(before[socket_url], after[socket_url])
     assert_the_turn_counted(before[worker_url], after[worker_url])
     # One process has nothing to add up: its values stay in memory, none in the operator's directory.
-    assert [path.name for path in files.iterdir()] == [f"worker-{worker_port}"]
+    assert sorted(path.name for path in files.iterdir()) == [
+        f"worker-{worker_port}",
+        f"worker-{worker_port}.lock",
+    ]
+
+
+def test_socket_mode_says_whether_its_connection_to_slack_is_open(
+    make_stack: StackFactory, fake_slack: FakeSlack
+):
+    port = free_port()
+    make_stack(workers=0, socket_mode=fake_slack.socket_mode, METRICS_PORT=str(port))
+    connected = ("threadline_socket_mode_connected", frozenset())
+    wait_for(lambda: (scraped(metrics_url(port)) or {}).get(connected) == 1.0, what="the connection, scraped")
+    fake_slack.socket_mode.stop()  # Slack is gone: the client keeps trying, and says so meanwhile
+    wait_for(lambda: scrape(metrics_url(port)).get(connected) == 0.0, what="the lost connection, scraped")
 
 
 def events_api(body: dict[str, Any]) -> dict[str, Any]:
