@@ -117,7 +117,7 @@ class BusyTurns:
         """The turn really ended: cancelled, its command gone, the thread told, the model not asked again."""
         store = SessionStore(self.redis, turn.key)
         wait_for(lambda: store.meta.read().state == "cancelled", what="the turn to end cancelled")
-        wait_for(lambda: not host_pids(turn.marker), timeout=5, what="the shell command to be gone")
+        wait_for(lambda: not host_pids(turn.marker), timeout=15, what="the shell command to be gone")
         said = STOPPED_BY_THE_LOOP.format(by=by)
         wait_for(
             lambda: any(

@@ -97,7 +97,7 @@ def test_the_stop_button_stops_a_running_shell_turn(make_stack, fake_slack, fake
     assert click(stack, fake_slack, card, "Stop", user="W333").startswith("Only <@W222>")
     assert click(stack, fake_slack, card, "Stop").startswith("Stopping the running turn")
     wait_for(lambda: state(redis, key) == "cancelled", what="the turn to stop")
-    wait_for(lambda: not host_pids(sleep), timeout=5, what="the shell to be gone")
+    wait_for(lambda: not host_pids(sleep), timeout=15, what="the shell to be gone")
     stopped = card_with(fake_slack, key, "Resume")
     assert shown(stopped).endswith("Stopped by <@W222>. `!resume` continues.")
     wait_for(lambda: "Stopped" in shown(fake_slack.thread("C111", key.thread_ts)[1]), what="the final card")

@@ -153,7 +153,7 @@ def test_nothing_a_command_started_survives_its_end(make_stack, redis, fake_slac
         (workspace_of(tmp_path, session.key) / "go").touch()
         wait_for(lambda: "all ran" in session.bot_texts(), what="the answer")
         assert "ending" in tool_results(fake_llm.accepted()[-1])["c1"]
-        wait_for(lambda: not any(host_pids(s) for s in sleeps), timeout=5, what="every sleep to be gone")
+        wait_for(lambda: not any(host_pids(s) for s in sleeps), timeout=15, what="every sleep to be gone")
     finally:
         _kill(sleeps)
 
@@ -171,7 +171,7 @@ def test_cancelling_a_running_turn_leaves_nothing_behind(make_stack, redis, fake
         wait_for(lambda: all(host_pids(s) for s in sleeps), what="every sleep to start")
         assert cancel(redis, session.key, by="W222").ok
         wait_for(lambda: session.state() == "cancelled", what="the turn to stop")
-        wait_for(lambda: not any(host_pids(s) for s in sleeps), timeout=5, what="every sleep to be gone")
+        wait_for(lambda: not any(host_pids(s) for s in sleeps), timeout=15, what="every sleep to be gone")
     finally:
         _kill(sleeps)
 
