@@ -2,7 +2,8 @@
 
 - `DrainingSimpleWorker` and `DrainingWorker` (the forking one): RQ's warm shutdown (the first
   SIGTERM) tells the running turn to drain (jobs.turn.drain) instead of waiting for it to end;
-  the second SIGTERM is RQ's cold shutdown.
+  the second SIGTERM is RQ's cold shutdown. A job taken off the queue as the first SIGTERM comes
+  still runs (`_KeepsAJobInHand`, also on `ConcurrentWorker`).
 - `ConcurrentTurnWorker`: up to `concurrency` turns at once in one process. A turn spends nearly
   all its time waiting on the model or a subprocess, so a whole process per turn is mostly idle
   memory. The turns run as tasks on the process's one event loop (jobs.turn.event_loop). RQ's
@@ -92,6 +93,25 @@ class _LeavesPubSubAtOnce:
             self.pubsub.close()
 
 
+class _KeepsAJobInHand:
+    """RQ raises StopRequested from its signal handler wherever the main thread happens to be.
+    Between the pop of a job (RQ calls `reorder_queues` just after it) and the job's start, that
+    drops the job, and its session's queued flag keeps every later job of that session away for
+    hours. While a job is in hand a stop request is only noted; RQ's loop sees it once the job
+    has started. Each class says where its job has started (`_in_hand = False`)."""
+
+    _in_hand = False
+    _stop_requested: bool
+
+    def reorder_queues(self, reference_queue: Queue) -> None:
+        self._in_hand = True
+        super().reorder_queues(reference_queue)  # type: ignore[misc]  # RQ's
+
+    def _note_stop(self) -> None:
+        self._stop_requested = True
+        self.set_shutdown_requested_date()  # type: ignore[attr-defined]  # RQ's, untyped
+
+
 class DrainingSimpleWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, SimpleWorker):
     """RQ's SimpleWorker whose warm shutdown hands the running turn back (jobs.turn.drain)."""
 
@@ -100,8 +120,9 @@ class DrainingSimpleWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, SimpleWork
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
 
 
-class DrainingWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, Worker):
-    """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1."""
+class DrainingWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, _KeepsAJobInHand, Worker):
+    """RQ's forking Worker, likewise: the turn runs in the work horse, which hears SIGUSR1. A job
+    taken as the stop comes still runs: its horse, forked with the stop requested, drains at once."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         if self.horse_pid:
@@ -109,12 +130,25 @@ class DrainingWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, Worker):
                 os.kill(self.horse_pid, DRAIN_SIGNAL)
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
 
+    def _shutdown(self) -> None:
+        if self._in_hand:
+            self._note_stop()
+            return
+        super()._shutdown()  # type: ignore[no-untyped-call]  # untyped in RQ
+
+    def prepare_execution(self, job: Job) -> Execution:
+        execution = super().prepare_execution(job)
+        self._in_hand = False  # the worker is busy now: RQ's own warm shutdown waits for the horse
+        return execution
+
     def setup_work_horse_signals(self) -> None:
         super().setup_work_horse_signals()  # type: ignore[no-untyped-call]  # untyped in RQ
         signal.signal(DRAIN_SIGNAL, lambda *_: request_drain(tool_grace_s(runtime.settings())))
+        if self._stop_requested:  # asked before the fork, too early to be signalled
+            request_drain(tool_grace_s(runtime.settings()))
 
 
-class ConcurrentWorker(DrainingSimpleWorker):
+class ConcurrentWorker(_KeepsAJobInHand, DrainingSimpleWorker):
     """Up to `concurrency` jobs at once, each in a light thread of its own (see the module's doc)."""
 
     death_penalty_class = TimerDeathPenalty  # SIGALRM reaches the main thread only
@@ -126,7 +160,6 @@ class ConcurrentWorker(DrainingSimpleWorker):
         self._running: dict[threading.Thread, tuple[Job, Execution]] = {}
         self._running_lock = threading.Lock()
         self._torn_down = False
-        self._in_hand = False  # a job taken off the queue, its thread not yet started
         self._all_done = threading.Event()  # torn down and nothing running: heartbeats end
         threading.Thread(target=self._beat_executions, name="rq executions heartbeat", daemon=True).start()
 
@@ -146,12 +179,6 @@ class ConcurrentWorker(DrainingSimpleWorker):
             self._slots.release()
         return result
 
-    def reorder_queues(self, reference_queue: Queue) -> None:
-        """RQ calls it just after taking a job off a queue: from here until the job's thread is
-        registered, a stop request must not drop the job (`_shutdown`)."""
-        self._in_hand = True
-        super().reorder_queues(reference_queue)
-
     def execute_job(self, job: Job, queue: Queue) -> None:
         execution = self.prepare_execution(job)
         thread = threading.Thread(
@@ -160,7 +187,7 @@ class ConcurrentWorker(DrainingSimpleWorker):
         with self._running_lock:
             self._running[thread] = (job, execution)
         thread.start()
-        self._in_hand = False
+        self._in_hand = False  # started: RQ's loop sees a stop request next time round
 
     def _perform(self, job: Job, queue: Queue, execution: Execution) -> None:
         try:
@@ -201,12 +228,9 @@ class ConcurrentWorker(DrainingSimpleWorker):
     # -- stopping ---------------------------------------------------------------------
 
     def _shutdown(self) -> None:
-        """Stop taking jobs now, even when some run (turns are draining; `teardown` waits). With a
-        job just taken off the queue and not yet started, raising would drop it (and its session's
-        queued flag would keep every later job of that session away for hours): RQ's loop sees
-        the request once the job has started instead."""
-        self._stop_requested = True
-        self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]  # untyped in RQ
+        """Stop taking jobs now, even when some run (turns are draining; `teardown` waits), but
+        not with a job in hand (`_KeepsAJobInHand`)."""
+        self._note_stop()
         if not self._in_hand:
             raise StopRequested()
 

@@ -50,21 +50,29 @@ def mark_done() -> None:
     job.connection.set(DONE_KEY, "1")
 
 
-class StoppedRightAfterTakingAJob(ConcurrentWorker):
-    """SIGTERM (a deploy) lands the moment a job has been taken off the queue, before it runs."""
+def stopped_right_after_taking_a_job(worker_class: type) -> type:
+    """`worker_class`, to which SIGTERM (a deploy) comes the moment a job has been taken off the
+    queue, before it runs."""
 
-    def reorder_queues(self, reference_queue: Any) -> None:  # RQ calls it just after the pop
-        super().reorder_queues(reference_queue)
-        os.kill(os.getpid(), signal.SIGTERM)
+    class Stopped(worker_class):  # type: ignore[valid-type, misc]
+        def reorder_queues(self, reference_queue: Any) -> None:  # RQ calls it just after the pop
+            super().reorder_queues(reference_queue)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return Stopped
 
 
-def test_a_job_taken_as_the_worker_is_told_to_stop_still_runs(redis: Redis) -> None:
+@pytest.mark.parametrize("worker_class", [ConcurrentWorker, DrainingWorker])
+def test_a_job_taken_as_the_worker_is_told_to_stop_still_runs(redis: Redis, worker_class: type) -> None:
     """Dropped there, a delivery job left its `delivery_queued` flag behind, and every later
-    delivery of that thread was skipped as already queued: a deploy silenced the thread."""
+    delivery of that thread was skipped as already queued: a deploy silenced the thread. The
+    forking class runs the job in a work horse, which hands a turn back at once (it was forked
+    with the stop already requested)."""
     slack = queue(redis, SLACK_QUEUE)
     slack.enqueue(mark_done)
-    worker = StoppedRightAfterTakingAJob(
-        [slack], connection=redis, concurrency=2, serializer=slack.serializer
+    extra = {"concurrency": 2} if worker_class is ConcurrentWorker else {}
+    worker = stopped_right_after_taking_a_job(worker_class)(
+        [slack], connection=redis, serializer=slack.serializer, **extra
     )
     worker.work()
     assert redis.get(DONE_KEY) == b"1"
