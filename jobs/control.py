@@ -204,7 +204,7 @@ def resume(
             ok=False, message="Nothing to resume: the last turn finished. Reply in the thread."
         )
     if working is not None and not claim_working(redis, working, key, now_ms()):
-        return ControlResult(ok=False, message=working.refusal)
+        return ControlResult(ok=False, message=_not_resumed(working.limit))
     redis.delete(cancel_key(key))
     store.meta.request_resume(by)
     if schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):
@@ -213,6 +213,15 @@ def resume(
     schedule_delivery(redis, key)
     return ControlResult(
         ok=True, message="Resumed: the agent continues with the unknown results marked as such."
+    )
+
+
+def _not_resumed(limit: int) -> str:
+    sessions = "1 session" if limit == 1 else f"{limit} sessions"
+    return (
+        f"Not resumed: you already have {sessions} working (running, queued or waiting for an"
+        " approval or sub-agents), the most one person may have at once. Resume this one when one"
+        " of them has ended, or stop one with `!stop` in its thread."
     )
 
 

@@ -30,6 +30,7 @@ from tests.thread_view import bot_messages, ephemerals, responses
 SLOW_DOWN = "Slow down"  # part of the per-person refusal
 CHANNEL_FULL = "in this channel in the last minute"  # part of the per-channel refusal
 TOO_MANY_AT_ONCE = "You already have 2 sessions working"  # part of the sessions-at-once refusal
+NOT_RESUMED = "Not resumed: you already have 2 sessions working"  # the resume's refusal
 ASKING = {"APPROVAL_TOOLS": "shell", "APPROVAL_WAIVED_TOOLS": ""}  # a shell call parks its turn
 
 
@@ -144,7 +145,9 @@ def test_a_resume_is_a_session_working_and_counts_against_the_person(make_stack,
     first, _second = (parked_session(stack, fake_slack, fake_llm, redis) for _ in range(2))
 
     say(stack, fake_slack, stopped, "!resume")
-    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(TOO_MANY_AT_ONCE)
+    assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(
+        "Not resumed: you already have 2 sessions working"
+    )
     assert state(redis, stopped) == "cancelled" and redis.llen("rq:queue:turns") == 0
     assert len(fake_llm.requests) == 3
 
