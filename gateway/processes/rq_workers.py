@@ -61,7 +61,11 @@ def tool_grace_s(settings: Settings) -> float:
 
 
 class _JobsLogTheirSession:
-    """Every line logged while a job runs, RQ's own included, names the job and its session."""
+    """Every line logged while a job runs, RQ's own included, names the job and its session.
+    RQ's third line per finished job, that its result was discarded, is left out: every
+    threadline job discards its result (result_ttl=0), so the line says nothing, once per job."""
+
+    log_result_lifespan = False
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
         with bound(job=job.id, **_session_of(job)):

@@ -77,3 +77,20 @@ def test_a_job_taken_as_the_worker_is_told_to_stop_still_runs(redis: Redis, work
     worker.work()
     assert redis.get(DONE_KEY) == b"1"
     assert slack.count == 0 and worker.get_state() != "busy"
+
+
+@pytest.mark.parametrize("worker_class", [DrainingSimpleWorker, ConcurrentWorker])
+def test_a_finished_job_logs_no_line_about_its_discarded_result(
+    redis: Redis, worker_class: type, caplog: pytest.LogCaptureFixture
+) -> None:
+    slack = queue(redis, SLACK_QUEUE)
+    slack.enqueue(mark_done, result_ttl=0)  # as every threadline job is (jobs.queues)
+    extra = {"concurrency": 2} if worker_class is ConcurrentWorker else {}
+    worker = worker_class([slack], connection=redis, serializer=slack.serializer, **extra)
+    with caplog.at_level("INFO", logger="rq.worker"):
+        worker.work(burst=True)
+        if isinstance(worker, ConcurrentWorker):  # its job ends in a thread of its own
+            wait_for(lambda: worker.running_jobs() == 0, what="the job's thread to end")
+    said = [record.getMessage() for record in caplog.records]
+    assert redis.get(DONE_KEY) == b"1" and any("Successfully completed" in line for line in said)
+    assert not [line for line in said if "discarded" in line]
