@@ -19,13 +19,14 @@ TOKEN = "xoxb-123456789012-abcdefABCDEF"
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
     """The process's one handler, writing to a buffer; the root logger is put back afterwards."""
-    root = logging.getLogger()
-    before = (root.level, root.handlers[:])
+    root, rq_worker = logging.getLogger(), logging.getLogger("rq.worker")
+    before = (root.level, root.handlers[:], rq_worker.level)
     root.handlers.clear()  # pytest's own handlers stay open, out of configure_logging's reach
     stream = io.StringIO()
     yield stream
     root.handlers[:] = before[1]
     root.setLevel(before[0])
+    rq_worker.setLevel(before[2])
 
 
 def configured(stream: io.StringIO, **env: str) -> None:
@@ -70,6 +71,17 @@ def test_log_level_leaves_out_what_is_less_severe(captured: io.StringIO) -> None
     logging.getLogger("jobs.janitor").warning("lost a turn")
     lines = captured.getvalue().splitlines()
     assert [line.split(" ", 2)[2] for line in lines] == ["WARNING jobs.janitor: lost a turn"]
+
+
+@pytest.mark.parametrize(("level", "shown"), [("warning", []), ("debug", ["DEBUG", "INFO"])])
+def test_log_level_holds_for_rqs_worker_logger_too(
+    captured: io.StringIO, level: str, shown: list[str]
+) -> None:
+    """RQ sets that logger to INFO as it is imported (rq.worker.base, imported by now)."""
+    configured(captured, LOG_LEVEL=level)
+    logging.getLogger("rq.worker").debug("Worker w1: dequeued job j1 from turns")
+    logging.getLogger("rq.worker").info("Worker w1: turns: run_turn (j1)")
+    assert [line.split(" ", 3)[2] for line in captured.getvalue().splitlines()] == shown
 
 
 def test_an_unknown_log_format_is_a_settings_error() -> None:

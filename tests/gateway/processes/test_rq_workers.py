@@ -7,6 +7,7 @@ whose thread had gone back to waiting took up to a minute to exit after SIGTERM,
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
+from gateway.processes.logs import QuietRqJobLines
 from gateway.processes.rq_workers import ConcurrentWorker, DrainingSimpleWorker, DrainingWorker
 from jobs.queues import SLACK_QUEUE, queue
 from tests.polling import wait_for
@@ -94,3 +96,39 @@ def test_a_finished_job_logs_no_line_about_its_discarded_result(
     said = [record.getMessage() for record in caplog.records]
     assert redis.get(DONE_KEY) == b"1" and any("Successfully completed" in line for line in said)
     assert not [line for line in said if "discarded" in line]
+
+
+def run_one_job_logged(redis: Redis, caplog: pytest.LogCaptureFixture, quiet: logging.Filter, level: str):
+    """RQ's lines (message, level) for one job run by a worker whose `rq.worker` logger has `quiet`."""
+    slack = queue(redis, SLACK_QUEUE)
+    slack.enqueue(mark_done, result_ttl=0)
+    worker = DrainingSimpleWorker([slack], connection=redis, serializer=slack.serializer)
+    rq_log = logging.getLogger("rq.worker")
+    rq_log.addFilter(quiet)
+    try:
+        with caplog.at_level(level, logger="rq.worker"):  # as LOG_LEVEL sets it (gateway.processes.logs)
+            worker.work(burst=True)
+    finally:
+        rq_log.removeFilter(quiet)
+    assert redis.get(DONE_KEY) == b"1"
+    return [
+        (record.getMessage(), record.levelname) for record in caplog.records if record.name == "rq.worker"
+    ]
+
+
+@pytest.mark.parametrize(("quiet_taken", "taken_shown"), [(False, True), (True, False)])
+def test_at_info_rq_says_which_job_it_took_but_not_that_each_finished(
+    redis: Redis, caplog: pytest.LogCaptureFixture, quiet_taken: bool, taken_shown: bool
+) -> None:
+    said = run_one_job_logged(redis, caplog, QuietRqJobLines(quiet_taken=quiet_taken), "INFO")
+    assert not [line for line, _ in said if "Successfully completed" in line or "Job OK" in line]
+    assert any("mark_done" in line for line, _ in said) is taken_shown  # delivery: not even that
+    assert any("started with PID" in line for line, _ in said)  # the worker's own lines stay
+
+
+def test_at_debug_rqs_per_job_lines_are_there_as_debug(
+    redis: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    said = dict(run_one_job_logged(redis, caplog, QuietRqJobLines(quiet_taken=True), "DEBUG"))
+    completed = [level for line, level in said.items() if "Successfully completed" in line]
+    assert completed == ["DEBUG"]
