@@ -27,7 +27,9 @@ files, scraped every second during the run; LOG_FORMAT=json at INFO: every line 
 with its thread, turn and job), alternating in the
 same run so both see the same machine, and the overhead in per cent; the worker processes' CPU
 per turn (from /proc, hardly moved by other work on a shared machine); and the CPU one turn's
-metric updates take, timed alone in memory and in multiprocess files.
+metric updates take, timed alone in memory and in multiprocess files, and its log lines, timed
+alone at WARNING and at INFO in JSON. The timed-alone figures are what the product itself adds;
+the end-to-end ones also carry the machine's scatter between rounds, often larger.
 """
 
 from __future__ import annotations
@@ -353,6 +355,41 @@ def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
         return float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
 
 
+LOGGING_PROBE = """
+import logging, os, sys, time
+from gateway.processes.logs import RQ_WORKER_LOGGER, QuietRqJobLines, configure_logging
+from jobs.log_context import bound
+from jobs.settings import Settings
+configure_logging(Settings(LOG_LEVEL=sys.argv[2], LOG_FORMAT="json"))
+logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))
+logging.getLogger(RQ_WORKER_LOGGER).addFilter(QuietRqJobLines(quiet_taken=False))
+rq, ws, httpx, poster = (logging.getLogger(name) for name in
+                         (RQ_WORKER_LOGGER, "jobs.turn.workspace", "httpx", "gateway.delivery.poster"))
+def one_turn():  # the lines a one-step turn of this benchmark writes at INFO, and RQ's quieted ones
+    with bound(team="T1", channel="C1", thread="T1:C1:1796478560.000001", turn="turn-fb50d5ab6c01.f859a9",
+               job="turn-fb50d5ab6c01"):
+        rq.info("Worker %s: %s: %s (%s)", "b739e263", "turns", "run_turn('T1:C1:1796478560.1')", "turn-1")
+        ws.info("handed %s over to uid %s for the shell sandbox", "/tmp/w/T1/C1/1796478560.000001", 65534)
+        httpx.info('HTTP Request: %s %s "%s %d %s"', "POST", "http://127.0.0.1:9/v1/chat/completions",
+                   "HTTP/1.1", 200, "OK")
+        poster.info("posted %s in %s as %s", "live:turn-1:1:0", "T1:C1:1796478560.1", "1796478560.2")
+        for _ in range(4):  # the turn's job and its delivery jobs, finished
+            rq.info("Worker %s: %s: %s (%s)", "b739e263", "slack", "Job OK", "j")
+            rq.info("Successfully completed %s job in %ss on worker %s", "deliver('T1')", "0:00:00.01", "w")
+one_turn()
+turns, started = int(sys.argv[1]), time.process_time()
+for _ in range(turns):
+    one_turn()
+print((time.process_time() - started) / turns * 1e6)
+"""
+
+
+def logging_cost_us(level: str, turns: int = 5_000) -> float:
+    """Microseconds of CPU one turn's log lines take at `level`, formatted as JSON (to /dev/null)."""
+    command = [sys.executable, "-c", LOGGING_PROBE, str(turns), level]
+    return float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
 # (label, field, lower is better): per-run figures the comparison shows.
 FIGURES = (
     ("dispatch median (ms)", "dispatch", True),
@@ -382,6 +419,12 @@ def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
         cost = statistics.median(recording_cost_us(multiprocess) for _ in range(3))
         share = cost / 1000 / best_cpu_ms * 100
         print(f"one turn's metric updates {mode}: {cost:.1f} µs of CPU, {share:.2f} % of a turn's best")
+    for level in ("WARNING", "INFO"):
+        cost = statistics.median(logging_cost_us(level) for _ in range(3))
+        share = cost / 1000 / best_cpu_ms * 100
+        print(
+            f"one turn's log lines at {level}, as JSON: {cost:.1f} µs of CPU, {share:.2f} % of a turn's best"
+        )
     for mode in ("off", "on"):
         shown = ", ".join(f"{r['dispatch']:.1f} ms, {r['rate']:.1f} t/s, {r['cpu']:.1f} CPU ms"
                           for r in runs[mode])  # fmt: skip
