@@ -423,7 +423,7 @@ def metrics_main(redis_url: str, sessions: int, rounds: int) -> None:
         cost = statistics.median(logging_cost_us(level) for _ in range(3))
         share = cost / 1000 / best_cpu_ms * 100
         print(
-            f"one turn's log lines at {level}, as JSON: {cost:.1f} µs of CPU, {share:.2f} % of a turn's best"
+            f"one turn's log lines at {level}, in JSON: {cost:.1f} µs of CPU, {share:.2f} % of a turn's best"
         )
     for mode in ("off", "on"):
         shown = ", ".join(f"{r['dispatch']:.1f} ms, {r['rate']:.1f} t/s, {r['cpu']:.1f} CPU ms"
