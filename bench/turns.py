@@ -325,7 +325,17 @@ def run_metrics_mode(metrics_on: bool, redis_url: str, sessions: int, tag: str) 
     return {"dispatch": statistics.median(latencies), "rate": rate, "cpu": cpu_ms}
 
 
-RECORDING_PROBE = """
+# The end of each probe: one turn to warm up, then argv[1] turns timed: a turn's CPU in µs.
+TIMED_TURNS = """
+one_turn()
+turns, started = int(sys.argv[1]), time.process_time()
+for _ in range(turns):
+    one_turn()
+print((time.process_time() - started) / turns * 1e6)
+"""
+
+RECORDING_PROBE = (
+    """
 import sys, time
 from jobs import metrics
 def one_turn():  # what a one-step turn of this benchmark records, and its delivery's Slack calls
@@ -337,12 +347,9 @@ def one_turn():  # what a one-step turn of this benchmark records, and its deliv
     metrics.turn_finished("completed", 0.02, 1)
     for method in ("reactions.add", "chat.postMessage", "chat.update", "chat.postMessage", "reactions.add"):
         metrics.slack_called(method, None)
-one_turn()
-turns, started = int(sys.argv[1]), time.perf_counter()
-for _ in range(turns):
-    one_turn()
-print((time.perf_counter() - started) / turns * 1e6)
 """
+    + TIMED_TURNS
+)
 
 
 def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
@@ -355,7 +362,8 @@ def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
         return float(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
 
 
-LOGGING_PROBE = """
+LOGGING_PROBE = (
+    """
 import logging, os, sys, time
 from gateway.processes.logs import RQ_WORKER_LOGGER, QuietRqJobLines, configure_logging
 from jobs.log_context import bound
@@ -376,12 +384,9 @@ def one_turn():  # the lines a one-step turn of this benchmark writes at INFO, a
         for _ in range(4):  # the turn's job and its delivery jobs, finished
             rq.info("Worker %s: %s: %s (%s)", "b739e263", "slack", "Job OK", "j")
             rq.info("Successfully completed %s job in %ss on worker %s", "deliver('T1')", "0:00:00.01", "w")
-one_turn()
-turns, started = int(sys.argv[1]), time.process_time()
-for _ in range(turns):
-    one_turn()
-print((time.process_time() - started) / turns * 1e6)
 """
+    + TIMED_TURNS
+)
 
 
 def logging_cost_us(level: str, turns: int = 5_000) -> float:
