@@ -58,7 +58,8 @@
 --
 -- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
 -- (jobs.keys.MetaField), the working states (jobs.session.state.WORKING_STATES), how a
--- session's meta key is spelled, and the job fields every turn shares (jobs.queues.turn_job).
+-- session's meta key is spelled, the job fields every turn shares (jobs.queues.turn_job), and
+-- count_working (jobs.quotas.COUNT_WORKING, which a resume's claim shares).
 -- As arguments, the job fields would be most of what each call sends and Redis unpacks.
 --
 -- Counting the speaker's working sessions reads the meta hash of each session working_key
@@ -171,18 +172,11 @@ local function starts_work()
   return not WORKING[redis.call('HGET', meta_key, STATE) or 'idle']
 end
 
--- Whether the speaker already has working_limit sessions working; forgets those that ended.
+${count_working}
+-- Whether the speaker already has working_limit sessions working.
 local function too_many_working()
   if working_limit == 0 or not starts_work() then return false end
-  local working = 0
-  for _, other in ipairs(redis.call('ZRANGE', working_key, 0, -1)) do
-    if WORKING[redis.call('HGET', META_BEFORE .. other .. META_AFTER, STATE) or 'idle'] then
-      working = working + 1
-    else
-      redis.call('ZREM', working_key, other)
-    end
-  end
-  return working >= working_limit
+  return count_working(working_key, session) >= working_limit
 end
 
 -- The first daily budget spent (its usage hash's `tokens` at its limit), for an input that

@@ -50,7 +50,7 @@ from jobs.keys import (
 )
 from jobs.lua import lua
 from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
-from jobs.quotas import Quota, Refused
+from jobs.quotas import COUNT_WORKING, Quota, Refused
 from jobs.redis_text import text
 from jobs.session.early import EARLY_REPLY_TTL_S
 from jobs.session.state import RECENT_TTL_S, WORKING_STATES
@@ -155,6 +155,7 @@ def script_text(shared: Fields) -> str:
             created=_literal(MetaField.CREATED),
             owner=_literal(MetaField.OWNER),
             working=", ".join(f"[{_literal(state)}] = true" for state in sorted(WORKING_STATES)),
+            count_working=COUNT_WORKING,
             meta_before=_literal(meta_before),
             meta_after=_literal(meta_after),
             record_field=_literal(RECORD_FIELD),

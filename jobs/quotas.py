@@ -110,35 +110,51 @@ def working_quota(settings: Settings, team: str, user: str) -> Quota | None:
     )
 
 
-# KEYS[1]: the person's working set. ARGV: limit, ttl_s, now_ms, the session, what comes before
-# and after a session in its meta key, the meta's state field, then the working states. Counts
-# the other sessions still working (forgetting those that ended); under the limit, adds this one.
-_CLAIM_WORKING = """
-local working_key, limit, session = KEYS[1], tonumber(ARGV[1]), ARGV[4]
-local states = {}
-for i = 8, #ARGV do states[ARGV[i]] = true end
-local working = 0
-for _, other in ipairs(redis.call('ZRANGE', working_key, 0, -1)) do
-  if other ~= session then
-    if states[redis.call('HGET', ARGV[5] .. other .. ARGV[6], ARGV[7]) or 'idle'] then
-      working = working + 1
-    else
-      redis.call('ZREM', working_key, other)
+# Lua shared by jobs/input.lua and _CLAIM_WORKING: how many sessions of the set at `working_key`,
+# `except` aside, are still working, forgetting those that ended. It reads the locals WORKING
+# (the working states as a set), STATE (the meta's state field), META_BEFORE and META_AFTER
+# (what comes before and after a session in its meta key), which each script defines.
+COUNT_WORKING = """
+local function count_working(working_key, except)
+  local working = 0
+  for _, other in ipairs(redis.call('ZRANGE', working_key, 0, -1)) do
+    if other ~= except then
+      if WORKING[redis.call('HGET', META_BEFORE .. other .. META_AFTER, STATE) or 'idle'] then
+        working = working + 1
+      else
+        redis.call('ZREM', working_key, other)
+      end
     end
   end
+  return working
 end
-if working >= limit then return 0 end
-redis.call('ZADD', working_key, ARGV[3], session)
-redis.call('EXPIRE', working_key, ARGV[2])
+"""
+
+# KEYS[1]: the person's working set. ARGV: limit, ttl_s, now_ms, the session, the meta's state
+# field, what comes before and after a session in its meta key, then the working states. Under
+# the limit, adds the session.
+_CLAIM_WORKING = (
+    """
+local limit, session = tonumber(ARGV[1]), ARGV[4]
+local STATE, META_BEFORE, META_AFTER = ARGV[5], ARGV[6], ARGV[7]
+local WORKING = {}
+for i = 8, #ARGV do WORKING[ARGV[i]] = true end
+"""
+    + COUNT_WORKING
+    + """
+if count_working(KEYS[1], session) >= limit then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], session)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
+)
 
 
 def claim_working(redis: Redis, working: Quota, key: SessionKey, now_ms: int) -> bool:
     """Count `key` among the sessions `working`'s person has working, unless that many already
     are: for what starts a turn outside jobs/input.lua (resume)."""
     before, after = session_key_around("meta")
-    args = [working.limit, working.window_s, now_ms, str(key), before, after, MetaField.STATE]
+    args = [working.limit, working.window_s, now_ms, str(key), MetaField.STATE, before, after]
     return bool(lua(redis, _CLAIM_WORKING)(keys=[working.key], args=[*args, *WORKING_STATES]))
 
 
