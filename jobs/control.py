@@ -8,6 +8,7 @@ decision; these functions only record who did.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -32,7 +33,7 @@ from jobs.queues import (
     schedule_turn,
     turn_job_id,
 )
-from jobs.quotas import Quota, claim_working
+from jobs.quotas import Quota, claim_working, sessions_working, spent_budget
 from jobs.redis_text import text
 from jobs.session.approvals import ApprovalStore, Decision, waited_text
 from jobs.session.feedback import Feedback, all_feedback
@@ -185,10 +186,21 @@ def _record_cancelled(store: SessionStore, by: str, *, target: Literal["active",
 
 
 def resume(
-    redis: Redis, key: SessionKey, *, by: str, turn_timeout_s: int, working: Quota | None = None
+    redis: Redis,
+    key: SessionKey,
+    *,
+    by: str,
+    turn_timeout_s: int,
+    working: Quota | None = None,
+    budgets: Sequence[Quota] = (),
 ) -> ControlResult:
-    """Queue the next turn of a stopped session; it counts among the sessions `by` has working
-    (`working`, jobs.quotas.working_quota), so it is refused when that many already are."""
+    """Queue the next turn of a stopped session. A resumed turn is a new turn, so the limits of
+    one hold for `by`: it is refused once a daily budget is spent (`budgets`,
+    jobs.quotas.budget_quotas) or when `by` has as many sessions working as `working` allows
+    (jobs.quotas.working_quota), and otherwise counts among them."""
+    spent = spent_budget(redis, budgets)
+    if spent is not None:
+        return ControlResult(ok=False, message=spent.refusal)
     store = SessionStore(redis, key)
     state = state_of(store)
     if state in ("running", "queued"):
@@ -217,11 +229,9 @@ def resume(
 
 
 def _not_resumed(limit: int) -> str:
-    sessions = "1 session" if limit == 1 else f"{limit} sessions"
     return (
-        f"Not resumed: you already have {sessions} working (running, queued or waiting for an"
-        " approval or sub-agents), the most one person may have at once. Resume this one when one"
-        " of them has ended, or stop one with `!stop` in its thread."
+        f"Not resumed: you already have {sessions_working(limit)}. Resume this one when one of them"
+        " has ended, or stop one with `!stop` in its thread."
     )
 
 

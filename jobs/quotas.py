@@ -20,6 +20,7 @@ is never cut short, so a day can end a little over its budget.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -104,9 +105,17 @@ def working_quota(settings: Settings, team: str, user: str) -> Quota | None:
         working_sessions_key(team, user),
         limit,
         WORKING_TTL_S,
-        f"You already have {limit} session{'' if limit == 1 else 's'} working (running, queued or waiting"
-        " for an approval or sub-agents), the most one person may have at once. This one was not"
-        " read; send it again when one of them has ended, or stop one with `!stop` in its thread.",
+        f"You already have {sessions_working(limit)}. This one was not read; send it again when one"
+        " of them has ended, or stop one with `!stop` in its thread.",
+    )
+
+
+def sessions_working(limit: int) -> str:
+    """What a refusal by the sessions-at-once quota says the person has (a message's or a resume's)."""
+    sessions = "1 session" if limit == 1 else f"{limit} sessions"
+    return (
+        f"{sessions} working (running, queued or waiting for an approval or sub-agents), the most"
+        " one person may have at once"
     )
 
 
@@ -182,7 +191,7 @@ def budget_quotas(settings: Settings, key: SessionKey, user: str, day: str) -> l
     return [budget for budget in budgets if budget.limit > 0]
 
 
-def spent_budget(redis: Redis, budgets: list[Quota]) -> Quota | None:
+def spent_budget(redis: Redis, budgets: Sequence[Quota]) -> Quota | None:
     """The first of `budgets` spent today: for what starts a turn outside jobs/input.lua (resume)."""
     for budget in budgets:
         if int(redis.hget(budget.key, "tokens") or 0) >= budget.limit:

@@ -12,7 +12,7 @@ from typing import Literal
 from gateway.deps import Deps
 from jobs import control
 from jobs.keys import SessionKey
-from jobs.quotas import budget_quotas, spent_budget, working_quota
+from jobs.quotas import budget_quotas, working_quota
 from jobs.session.feedback import SHOWN_LATEST, Feedback
 from jobs.session.state import session_exists
 from jobs.usage import prices, utc_day
@@ -46,13 +46,12 @@ def act(deps: Deps, verb: Verb, key: SessionKey, user: str) -> str:
     if verb == "cancel":
         return control.cancel(deps.redis, key, by=user).message
     if verb == "resume":
-        spent = spent_budget(deps.redis, budget_quotas(deps.settings, key, user, utc_day()))
-        if spent is not None:  # a resumed turn is a new turn: the budgets hold for it too
-            return spent.refusal
         working = working_quota(deps.settings, key.team, user)
-        return control.resume(
-            deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s, working=working
-        ).message
+        budgets = budget_quotas(deps.settings, key, user, utc_day())
+        resumed = control.resume(
+            deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s, working=working, budgets=budgets
+        )
+        return resumed.message
     return control.request_compaction(deps.redis, key, by=user, turn_timeout_s=deps.turn_timeout_s).message
 
 
