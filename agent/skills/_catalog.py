@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.skills._model import Skill, SkillParseError, SkillSource
-from agent.skills._parsing import parse_skill_file
+from agent.skills._parsing import parse_skill, parse_skill_file
+from agent.tools import workspace as ws
+from agent.tools.defaults import SKILL_FILE_MAX_BYTES
 
 SKILL_FILE = "SKILL.md"
 WORKSPACE_SKILLS_DIR = ".threadline/skills"  # inside the session workspace
@@ -24,17 +26,13 @@ OUTSIDE = "a symbolic link leads outside the workspace; skipped"
 
 @dataclass(frozen=True)
 class SkillRoot:
-    """A directory of skills. `confined_to`: every file read must really lie inside it (a
-    workspace holds a repository's files, and a repository may ship links to anywhere)."""
+    """A directory of skills. `confined_to`: a workspace the directory lies in, whose files are
+    read the one way into it (agent.tools.workspace): a workspace holds a repository's files and
+    the agent's, and either may plant links to anywhere, FIFOs, or a SKILL.md of any size."""
 
     path: Path
     source: SkillSource
     confined_to: Path | None = None
-
-    def holds(self, path: Path) -> bool:
-        if self.confined_to is None:
-            return True
-        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(self.confined_to))
 
 
 @dataclass
@@ -60,27 +58,58 @@ class SkillCatalog:
         return sorted(self.skills.values(), key=lambda skill: skill.name)
 
     def _load_root(self, root: SkillRoot) -> None:
-        if not root.path.is_dir():
+        if root.confined_to is not None:
+            self._load_confined(root, root.confined_to)
             return
-        if not root.holds(root.path):
-            self.errors.append(SkillParseError(root.path, OUTSIDE))
+        if not root.path.is_dir():
             return
         seen_here: set[str] = set()
         for directory in sorted(root.path.iterdir()):
             path = directory / SKILL_FILE
-            if not path.is_file():
-                continue
-            if not root.holds(path):
-                self.errors.append(SkillParseError(path, OUTSIDE))
-                continue
-            parsed = parse_skill_file(path, root.source)
-            if isinstance(parsed, SkillParseError):
-                self.errors.append(parsed)
-            elif parsed.name in seen_here:
-                self.errors.append(SkillParseError(path, f'another skill here is also named "{parsed.name}"'))
-            else:
-                seen_here.add(parsed.name)
-                self.skills.setdefault(parsed.name, parsed)  # an earlier root wins
+            if path.is_file():
+                self._add(parse_skill_file(path, root.source), path, seen_here)
+
+    def _load_confined(self, root: SkillRoot, workspace: Path) -> None:
+        try:
+            directory = ws.open_directory(workspace, root.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except ws.PathSecurityError:
+            self.errors.append(SkillParseError(root.path, OUTSIDE))
+            return
+        with os.scandir(directory) as entries:
+            names = sorted(entry.name for entry in entries if not entry.is_file(follow_symlinks=False))
+        os.close(directory)
+        seen_here: set[str] = set()
+        for name in names:
+            path = root.path / name / SKILL_FILE
+            parsed = _read_confined(workspace, path, root.source)
+            if parsed is not None:
+                self._add(parsed, path, seen_here)
+
+    def _add(self, parsed: Skill | SkillParseError, path: Path, seen_here: set[str]) -> None:
+        if isinstance(parsed, SkillParseError):
+            self.errors.append(parsed)
+        elif parsed.name in seen_here:
+            self.errors.append(SkillParseError(path, f'another skill here is also named "{parsed.name}"'))
+        else:
+            seen_here.add(parsed.name)
+            self.skills.setdefault(parsed.name, parsed)  # an earlier root wins
+
+
+def _read_confined(workspace: Path, path: Path, source: SkillSource) -> Skill | SkillParseError | None:
+    """The skill at `path`, None when there is no SKILL.md there."""
+    try:
+        text = ws.read_bytes(workspace, path, SKILL_FILE_MAX_BYTES).decode("utf-8")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except ws.PathSecurityError:
+        return SkillParseError(path, OUTSIDE)
+    except ValueError as error:  # too large, or not UTF-8
+        return SkillParseError(path, f"cannot be read ({error})")
+    except (OSError, ws.NotAFileOrDirectory) as error:
+        return SkillParseError(path, f"cannot be read ({error})")
+    return parse_skill(text, path, source)
 
 
 def session_skill_roots(workspace: Path, shared: Path | None) -> list[SkillRoot]:

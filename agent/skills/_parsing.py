@@ -48,6 +48,10 @@ def parse_skill_file(path: Path, source: SkillSource) -> Skill | SkillParseError
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return SkillParseError(path, f"cannot be read ({error})")
+    return parse_skill(text, path, source)
+
+
+def parse_skill(text: str, path: Path, source: SkillSource) -> Skill | SkillParseError:
     try:
         return parse_skill_text(text, path, source)
     except InvalidSkill as error:

@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 from pydantic import BaseModel
 
 from agent.messages import ContentPart, Message
+from agent.tools import workspace as ws
 from agent.tools.accesses import Access
 from agent.tools.cancel import CancelSignal
-from agent.tools.workspace import display_path, resolve_in_workspace
 
 ToolOutput = str | list[ContentPart]
 
@@ -79,11 +79,12 @@ class ToolContext:
     tool_name: str = ""
 
     def resolve(self, raw_path: str) -> Path:
-        """The real path inside the workspace; raises PathSecurityError otherwise."""
-        return resolve_in_workspace(self.workspace, raw_path)
+        """Where the path lies in the workspace, by its text (agent.tools.workspace.place);
+        raises PathSecurityError when it leaves. Links are dealt with when it is opened."""
+        return ws.place(self.workspace, raw_path)
 
     def show(self, path: Path) -> str:
-        return display_path(self.workspace, path)
+        return ws.show(self.workspace, path)
 
 
 @dataclass(slots=True)

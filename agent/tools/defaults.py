@@ -29,6 +29,15 @@ SPILL_STEM_MAX_CHARS = 80
 # (reading a spill file must not produce another one).
 READ_FILE_DEFAULT_LINES = 2_000
 READ_FILE_MAX_CHARS = 40_000
+# Lines are read at most this many bytes at a time (4 bytes a character at worst), the rest of a
+# longer line skipped: a one-line file of 200 MiB costs a page, not the file, in memory.
+READ_FILE_LINE_MAX_BYTES = 4 * MAX_LINE_CHARS + 4
+# Lines are counted this far into a file; past it a page still reads, but the total is not
+# known and a later offset is refused: the shell's `sed -n` or grep serves a file that large.
+READ_FILE_SCAN_MAX_BYTES = 64 * 1024 * 1024
+# write_file's content and what edit_file reads and writes: far beyond any source file, far
+# below what would strain a worker that runs many turns.
+WRITE_FILE_MAX_BYTES = 10_000_000
 # Files up to this size are read on the event loop: reading them takes less time than
 # handing the work to a thread and back.
 READ_INLINE_MAX_BYTES = 256 * 1024
@@ -40,6 +49,11 @@ GREP_MAX_RESULTS = 1_000
 GREP_MAX_FILE_BYTES = 5_000_000  # larger files are skipped: likely data, not source
 # A model-written pattern can backtrack for ever ((a|aa)+c); a search is stopped after this long.
 GREP_TIME_LIMIT_S = 20.0
+# glob walks the tree through directory descriptors; a pattern that matches slowly, or a tree
+# too large, ends here with a message rather than holding a thread for ever.
+GLOB_TIME_LIMIT_S = 10.0
+# SKILL.md files are read whole: a skill is a page of instructions, not a data file.
+SKILL_FILE_MAX_BYTES = 256 * 1024
 # Binary sniffing: a NUL byte in the first block means "not text".
 BINARY_SNIFF_BYTES = 8_192
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from agent.tools.defaults import (
     TOOL_RESULT_MAX_RETAINED_CHARS,
 )
 from agent.tools.output import cut_long_lines
-from agent.tools.workspace import give_to_workspace_owner, missing_directories
+from agent.tools.workspace import PathSecurityError, create_new, give_fd_to_workspace_owner, open_directory
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +57,24 @@ def spillable_text(result: ToolResult) -> str | None:
 
 
 def save_spill_file(workspace: Path, stem: str, text: str) -> str:
-    """Write atomically; returns the workspace-relative path of the file."""
-    directory = workspace / SPILL_DIR
-    created = missing_directories(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    give_to_workspace_owner(workspace, *created)
-    name = f"{stem}-{uuid.uuid4()}.txt"
-    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".txt")
+    """Write atomically; returns the workspace-relative path of the file. The directory is opened
+    the one way into the workspace: a link planted at `.threadline/tool-results` (by the shell, or
+    committed in a cloned repository) is refused, never written through."""
+    directory = open_directory(workspace, SPILL_DIR, create=True)
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", errors="replace", newline="") as handle:
-            handle.write(text)
-        give_to_workspace_owner(workspace, Path(temporary))
-        os.replace(temporary, directory / name)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        name = f"{stem}-{uuid.uuid4()}.txt"
+        partial = f".partial-{uuid.uuid4().hex}.txt"
+        descriptor = create_new(directory, partial)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8", errors="replace", newline="") as handle:
+                give_fd_to_workspace_owner(workspace, handle.fileno())
+                handle.write(text)
+            os.replace(partial, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            os.unlink(partial, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
     return f"{SPILL_DIR}/{name}"
 
 
@@ -132,7 +134,7 @@ def truncate_for_model(
     total = max(spill.total_chars if spill and spill.total_chars else 0, len(text))
     try:
         output_path: str | None = save_spill_file(workspace, spill_stem(tool_name, tool_call_id), text)
-    except (OSError, ValueError):
+    except (OSError, ValueError, PathSecurityError):
         log.warning("could not save the output of %s (%s)", tool_name, tool_call_id, exc_info=True)
         output_path = None
     rendered = render_pointer(

@@ -1,78 +1,304 @@
-"""Keeping tool paths inside the session workspace, `..` and symlinks included.
+"""The one way into a session workspace for threadline's own process (context-core.md §4.2).
 
-See docs/context-core.md §4.2, step 6.
+The file tools, the spill file, the skills loader, shared files and sent files run in the
+worker, as the worker's user, outside the shell's sandbox, on a tree that the agent's shell and
+any cloned repository write freely. So a path is never checked and then opened by name:
+
+- a path the model gives is first placed in the workspace by its text alone (`place`):
+  `..` or an absolute path that leaves is refused before anything runs;
+- it is then opened from the workspace's directory descriptor (agent.tools._beneath), following
+  only links that stay inside, and what was opened is checked with `fstat`: regular files and
+  directories only (O_NONBLOCK, so a FIFO refuses rather than blocks);
+- the tool reads, lists or writes through that descriptor. Writes go to a new file beside the
+  target and are renamed over it, so a link or another name of the target is replaced, never
+  written through.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from agent.tools._beneath import LeavesDirectory, open_beneath
 
-@lru_cache(maxsize=1024)
-def real_root(workspace: Path) -> str:
-    """The workspace with its own symlinks resolved (computed once per workspace path)."""
-    return os.path.realpath(workspace)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+NEW_FILE_MODE = 0o644
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
 
 
 class PathSecurityError(Exception):
     """A path that leaves the session workspace; its message is shown to the model as it is."""
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
+class NotAFileOrDirectory(Exception):
+    """A FIFO, socket or device: refused, never opened for reading; the message is the model's."""
 
 
-def resolve_in_workspace(workspace: Path, raw: str) -> Path:
-    """The real path `raw` names (relative to the workspace, or absolute inside it).
+@lru_cache(maxsize=1024)
+def real_root(workspace: Path) -> str:
+    """The workspace with its own symlinks resolved (computed once per workspace path). The
+    workspace's own path is threadline's, not the agent's: only what lies inside it is theirs."""
+    return os.path.realpath(workspace)
 
-    Symlinks are followed before the check, so a link inside the workspace that points out
-    of it is refused like `../x` or `/etc/passwd`. The path itself need not exist yet.
-    (Plain string operations: this runs for every path argument of every call.)
+
+def place(workspace: Path, raw: str) -> Path:
+    """Where `raw` (relative, or absolute inside the workspace) lies, by its text alone.
+
+    Nothing is looked up on disk: links are followed, or refused, only when the path is opened.
     """
     if "\x00" in raw:
         raise PathSecurityError(f'Path "{raw}" contains a NUL character.')
     root = real_root(workspace)
-    candidate = os.path.join(root, os.path.expanduser(raw) if raw.startswith("~") else raw)
-    resolved = os.path.realpath(candidate)
-    if _inside(resolved, root):
-        return Path(resolved)
-    how = "resolves through a symlink to" if _inside(os.path.normpath(candidate), root) else "is"
-    raise PathSecurityError(
-        f'Path "{raw}" {how} a location outside the session workspace. '
+    placed = os.path.normpath(os.path.join(root, os.path.expanduser(raw) if raw.startswith("~") else raw))
+    if placed != root and not placed.startswith(root.rstrip(os.sep) + os.sep):
+        raise PathSecurityError(
+            f'Path "{raw}" is a location outside the session workspace. '
+            "Tools can only use paths inside the workspace; use a path relative to it."
+        )
+    return Path(placed)
+
+
+def show(workspace: Path, path: Path) -> str:
+    """The workspace-relative form of a placed path, for messages and listings."""
+    relative = os.path.relpath(path, real_root(workspace))
+    return "." if relative == "." else Path(relative).as_posix()
+
+
+def _leaves(shown: str) -> PathSecurityError:
+    return PathSecurityError(
+        f'Path "{shown}" resolves through a symbolic link to a location outside the session workspace. '
         "Tools can only use paths inside the workspace; use a path relative to it."
     )
 
 
-def display_path(workspace: Path, path: Path) -> str:
-    """A workspace-relative form of a resolved path, for messages and listings."""
-    root = Path(real_root(workspace))
-    try:
-        relative = path.relative_to(root)
-    except ValueError:
+def _relative(workspace: Path, path: Path | str) -> str:
+    """`path` relative to the workspace (which it may name by its real path or as given)."""
+    if not os.path.isabs(path):
         return str(path)
-    return relative.as_posix() or "."
+    for base in (real_root(workspace), os.path.abspath(workspace)):
+        relative = os.path.relpath(path, base)
+        if relative != ".." and not relative.startswith("../"):
+            return relative
+    raise PathSecurityError(f'Path "{path}" is a location outside the session workspace.')
 
 
-def give_to_workspace_owner(workspace: Path, *paths: Path) -> None:
-    """Files and directories a tool creates in the workspace take the workspace's owner.
+def _open_root(workspace: Path) -> int:
+    return os.open(real_root(workspace), _ROOT_FLAGS)
 
-    Only a root worker changes owners: its shell commands run as the sandbox's unprivileged
-    uid, which owns the workspace and must be able to change what the file tools wrote.
-    """
-    if os.geteuid() != 0 or not paths:
+
+def _open_from_root(workspace: Path, relative: str, flags: int) -> int:
+    root = _open_root(workspace)
+    try:
+        return open_beneath(root, relative, flags)
+    except LeavesDirectory:
+        raise _leaves(relative) from None
+    finally:
+        os.close(root)
+
+
+@dataclass
+class Opened:
+    """A file or directory of the workspace, open; the caller closes it (or uses `with`)."""
+
+    fd: int
+    info: os.stat_result
+
+    @property
+    def is_directory(self) -> bool:
+        return stat.S_ISDIR(self.info.st_mode)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> Opened:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def checked(fd: int, shown: str) -> Opened:
+    """`fd` kept when it is a regular file or a directory; closed and refused otherwise."""
+    info = os.fstat(fd)
+    kind = _KINDS.get(stat.S_IFMT(info.st_mode))
+    if kind is None:
+        return Opened(fd, info)
+    os.close(fd)
+    raise NotAFileOrDirectory(f"{shown} is {kind}, not a regular file or directory; it is not opened.")
+
+
+def open_entry(workspace: Path, path: Path | str) -> Opened:
+    """The regular file or directory at `path`; FileNotFoundError, PathSecurityError,
+    NotAFileOrDirectory, or the OSError the open met."""
+    relative = _relative(workspace, path)
+    return checked(_open_from_root(workspace, relative, _OPEN_FLAGS), relative)
+
+
+def open_directory(workspace: Path, path: Path | str, *, create: bool = False) -> int:
+    """A descriptor of the directory at `path`, made (with its parents, owned like the workspace)
+    when `create` and missing. The caller closes it."""
+    relative = _relative(workspace, path)
+    if not create:
+        return _open_from_root(workspace, relative, _ROOT_FLAGS & ~os.O_NOFOLLOW)
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    fd = _open_root(workspace)
+    try:
+        for depth, part in enumerate(parts):
+            _make_directory(workspace, fd, part)
+            os.close(fd)
+            fd = -1
+            fd = _open_from_root(workspace, "/".join(parts[: depth + 1]), _ROOT_FLAGS & ~os.O_NOFOLLOW)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    return fd
+
+
+def _make_directory(workspace: Path, parent: int, name: str) -> None:
+    try:
+        os.mkdir(name, 0o755, dir_fd=parent)
+    except FileExistsError:
         return
-    owner = os.stat(workspace)
-    for path in paths:
-        os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
+    fd = os.open(name, _ROOT_FLAGS, dir_fd=parent)
+    try:
+        give_fd_to_workspace_owner(workspace, fd)
+    finally:
+        os.close(fd)
 
 
-def missing_directories(directory: Path) -> list[Path]:
-    """`directory` and its ancestors that do not exist yet, outermost first (what mkdir -p makes)."""
-    missing: list[Path] = []
-    for level in [directory, *directory.parents]:
-        if level.exists():
+def give_fd_to_workspace_owner(workspace: Path, fd: int) -> None:
+    """What threadline makes in a workspace belongs to its owner: a root worker's shell commands
+    run as the sandbox's unprivileged uid, which owns the workspace and must be able to change
+    what the file tools wrote."""
+    if os.geteuid() != 0:
+        return
+    owner = os.stat(real_root(workspace))
+    os.fchown(fd, owner.st_uid, owner.st_gid)
+
+
+def read_bytes(workspace: Path, path: Path | str, max_bytes: int) -> bytes:
+    """The bytes of the regular file at `path`; IsADirectoryError for a directory, ValueError
+    when it holds more than `max_bytes`."""
+    with open_entry(workspace, path) as opened:
+        if opened.is_directory:
+            raise IsADirectoryError(f"{_relative(workspace, path)} is a directory")
+        return read_at_most(opened.fd, max_bytes, _relative(workspace, path))
+
+
+def read_at_most(fd: int, max_bytes: int, shown: str) -> bytes:
+    chunks: list[bytes] = []
+    left = max_bytes + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 1024 * 1024))
+        if not chunk:
             break
-        missing.append(level)
-    return missing[::-1]
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise ValueError(f"{shown} is larger than {max_bytes:,} bytes")
+    return data
+
+
+@dataclass(frozen=True)
+class Written:
+    created: bool
+    size: int
+
+
+def write_bytes(workspace: Path, path: Path | str, data: bytes) -> Written:
+    """Create or replace the file at `path` with `data`, making missing parent directories."""
+    with _in_parent(workspace, path, create=True) as (directory, name, shown):
+        try:
+            with _open_at(directory, name, shown) as old:
+                info: os.stat_result | None = old.info
+        except FileNotFoundError:
+            info = None
+        _replace(workspace, directory, name, data, info)
+        return Written(created=info is None, size=len(data))
+
+
+def edit_bytes(
+    workspace: Path, path: Path | str, change: Callable[[bytes], bytes], max_bytes: int
+) -> Written:
+    """Replace the existing file at `path` with `change(its bytes)`; ValueError over `max_bytes`."""
+    with _in_parent(workspace, path, create=False) as (directory, name, shown):
+        with _open_at(directory, name, shown) as old:
+            data = change(read_at_most(old.fd, max_bytes, shown))
+        _replace(workspace, directory, name, data, old.info)
+        return Written(created=False, size=len(data))
+
+
+@contextmanager
+def _in_parent(workspace: Path, path: Path | str, *, create: bool) -> Iterator[tuple[int, str, str]]:
+    """The parent directory's descriptor, the file's name and its shown path. The parent is opened
+    like any path; the file itself is never followed (see `_open_at`)."""
+    relative = _relative(workspace, path)
+    parent, _, name = relative.rpartition("/")
+    if name in ("", ".", ".."):
+        raise IsADirectoryError(f"{relative} is a directory")
+    directory = open_directory(workspace, parent, create=create)
+    try:
+        yield directory, name, relative
+    finally:
+        os.close(directory)
+
+
+def _open_at(directory: int, name: str, shown: str) -> Opened:
+    """The regular file `name` in `directory`, never through a link: a write through one would
+    land wherever it points, so it is refused with a message for the model."""
+    try:
+        fd = os.open(name, _OPEN_FLAGS | os.O_NOFOLLOW, dir_fd=directory)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise PathSecurityError(
+            f"{shown} is a symbolic link; the file tools do not write through links. "
+            "Give the path of the file it points to."
+        ) from None
+    opened = checked(fd, shown)
+    if opened.is_directory:
+        opened.close()
+        raise IsADirectoryError(f"{shown} is a directory")
+    return opened
+
+
+def _replace(workspace: Path, directory: int, name: str, data: bytes, old: os.stat_result | None) -> None:
+    partial = f".{name[:100]}.{uuid.uuid4().hex[:12]}.partial"
+    mode = stat.S_IMODE(old.st_mode) if old is not None else NEW_FILE_MODE
+    fd = os.open(partial, _NEW_FILE_FLAGS, mode, dir_fd=directory)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(data)
+        os.fchmod(fd, mode)
+        if old is not None and os.geteuid() == 0:
+            os.fchown(fd, old.st_uid, old.st_gid)
+        else:
+            give_fd_to_workspace_owner(workspace, fd)
+        os.replace(partial, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        os.unlink(partial, dir_fd=directory)
+        raise
+    finally:
+        os.close(fd)
+
+
+def create_new(directory: int, name: str) -> int:
+    """A new, empty file `name` in `directory`, open for writing; FileExistsError if the name is
+    taken by anything, a link included."""
+    return os.open(name, _NEW_FILE_FLAGS, NEW_FILE_MODE, dir_fd=directory)

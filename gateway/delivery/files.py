@@ -6,9 +6,9 @@ restarted delivery finds the entry (or, after a crash mid-upload, the file in th
 uploads nothing again.
 
 The file is read when it is delivered, from the session's workspace, which the agent writes
-freely: every directory on the way is opened without following a symlink and the file must be
-a regular file within UPLOAD_MAX_BYTES (jobs.turn.nofollow), so a link swapped in after the
-tool checked the path cannot send the worker's own files. A file that cannot be sent is said
+freely: it is opened the one way into the workspace (agent.tools.workspace), links followed only
+while they stay inside, and must be a regular file within UPLOAD_MAX_BYTES, so a link swapped in
+after the tool checked the path cannot send the worker's own files. A file that cannot be sent is said
 in the thread instead.
 """
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from agent.tools.workspace import NotAFileOrDirectory, PathSecurityError, read_bytes
 from gateway.delivery.poster import ThreadPoster
 from gateway.render.notices import SlackMessage
 from jobs import runtime
 from jobs.session.notices import FileNotice
-from jobs.turn.nofollow import read_regular_file
 from jobs.turn.uploads import safe_name
 from jobs.turn.workspace import workspace_path
 
@@ -42,8 +42,8 @@ def post_file(poster: ThreadPoster, entry: str, notice: FileNotice, workspace: P
     if poster.ledger.ts(entry):
         return  # sent (or said not sent) already: nothing to read
     try:
-        data = read_regular_file(workspace, notice.path, max_bytes)
-    except (ValueError, OSError) as error:
+        data = read_bytes(workspace, notice.path, max_bytes)
+    except (ValueError, OSError, PathSecurityError, NotAFileOrDirectory) as error:
         log.warning("%s: file %s of %s not sent: %s", poster.key, notice.path, entry, error)
         # Said in our words: the path is the agent's text and may carry markup or mentions.
         reason = TOO_LARGE.format(limit=max_bytes) if isinstance(error, ValueError) else GONE

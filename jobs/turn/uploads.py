@@ -13,7 +13,7 @@ Every part of a shared file is hostile: its name, its declared type and size, an
   refusal).
 - The name loses any directory, leading dots and control characters; a clash gets `-1`, `-2`…
   and nothing existing is overwritten (O_EXCL); directories are opened without following
-  symlinks (jobs.turn.nofollow).
+  links that leave the workspace (agent.tools.workspace).
 - The type must be one UPLOAD_TYPES allows; the size is counted while streaming, whatever Slack
   declared, and the download stops past UPLOAD_MAX_BYTES (what was written is removed).
 - An image becomes an image part only when its first bytes say it is PNG, JPEG, GIF or WebP and
@@ -36,13 +36,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from agent.messages import ContentPart, ImageURLPart, MediaURL, Message, Origin, TextPart
+from agent.tools.workspace import PathSecurityError, give_fd_to_workspace_owner, open_directory
 from jobs.session.user_input import FILES_FIELD, SharedFile
 from jobs.settings import Settings
-from jobs.turn.nofollow import UnsafePath, give_fd_to_workspace_owner, open_directory
 
 log = logging.getLogger(__name__)
 
-UPLOADS = (".threadline", "uploads")
+UPLOADS = ".threadline/uploads"
 ATTACHMENTS = "attachments"  # the origin kind of the message that says where the files went
 FILES_PREFIX = "files."  # url_private is on files.slack.com for slack.com (files.slack-gov.com …)
 DOWNLOAD_DEADLINE_S = 120.0  # a whole download; a server dripping bytes cannot hold a turn longer
@@ -103,7 +103,7 @@ class FileFetcher:
         except Refusal as refusal:
             log.info("shared file %s (%s) refused: %s", shared.id, shared.name, refusal)
             return Refused(shared, str(refusal))
-        except UnsafePath:
+        except PathSecurityError:
             log.warning("%s: .threadline/uploads is not a plain directory; nothing saved", self.workspace)
             return Refused(shared, "the workspace's .threadline/uploads is not a plain directory (a link?)")
         except (httpx.HTTPError, OSError) as error:
@@ -133,7 +133,7 @@ class FileFetcher:
             os.close(fd)
         finally:
             os.close(directory)
-        path = "/".join((*UPLOADS, name))
+        path = f"{UPLOADS}/{name}"
         return Saved(shared, path, size, image_part(head) if head is not None else None)
 
     def _wants_image(self, mimetype: str) -> bool:

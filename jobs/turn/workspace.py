@@ -140,10 +140,12 @@ def hand_over(path: Path, owner: tuple[int, int]) -> None:
     one created before the sandbox was on); a workspace it already owns is left alone."""
     if path.stat().st_uid == owner[0]:
         return
-    for directory, subdirectories, files in os.walk(path):
+    # Through directory descriptors (fwalk): a directory swapped for a link mid-way cannot send
+    # a root worker's chown out of the workspace.
+    for _directory, subdirectories, files, directory_fd in os.fwalk(path):
         for name in [*subdirectories, *files]:
-            os.chown(os.path.join(directory, name), *owner, follow_symlinks=False)
-    os.chown(path, *owner)
+            os.chown(name, *owner, dir_fd=directory_fd, follow_symlinks=False)
+    os.chown(path, *owner, follow_symlinks=False)
     log.info("handed %s over to uid %d for the shell sandbox", path, owner[0])
 
 

@@ -8,8 +8,10 @@ from pathlib import Path
 from pydantic import Field
 
 from agent.tools import accesses as acc
+from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, require_text_file
+from agent.tools.builtin.common import Params, ToolError, said_to_the_model
+from agent.tools.defaults import BINARY_SNIFF_BYTES, WRITE_FILE_MAX_BYTES
 
 
 class EditFileParams(Params):
@@ -19,13 +21,40 @@ class EditFileParams(Params):
     replace_all: bool = Field(default=False, description="Replace every occurrence instead of exactly one.")
 
 
-def _edit(path: Path, shown: str, args: EditFileParams) -> str:
+def _edit(workspace: Path, path: Path, shown: str, args: EditFileParams) -> str:
     if not args.old_text:
         raise ToolError("old_text must not be empty; use write_file to create or overwrite a whole file.")
     if args.old_text == args.new_text:
         raise ToolError("old_text and new_text are the same; there is nothing to change.")
-    require_text_file(path, shown)
-    content = path.read_text(encoding="utf-8", errors="surrogateescape")
+    replaced = 0
+
+    def change(data: bytes) -> bytes:
+        nonlocal replaced
+        if looks_binary_bytes(data):
+            raise ToolError(
+                f"{shown} looks like a binary file (it contains NUL bytes); only text files can be edited."
+            )
+        content = data.decode("utf-8", errors="surrogateescape")
+        replaced = _count(content, shown, args)
+        return content.replace(args.old_text, args.new_text).encode("utf-8", errors="surrogateescape")
+
+    with said_to_the_model(shown):
+        try:
+            ws.edit_bytes(workspace, path, change, WRITE_FILE_MAX_BYTES)
+        except IsADirectoryError:
+            raise ToolError(f"{shown} is a directory, not a file; use list_dir to see its entries.") from None
+        except ValueError:
+            raise ToolError(
+                f"{shown} is larger than {WRITE_FILE_MAX_BYTES:,} bytes; edit it with the shell."
+            ) from None
+    return f"Replaced {replaced} occurrence{'s' if replaced > 1 else ''} in {shown}."
+
+
+def looks_binary_bytes(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def _count(content: str, shown: str, args: EditFileParams) -> int:
     count = content.count(args.old_text)
     if count == 0:
         raise ToolError(
@@ -37,9 +66,7 @@ def _edit(path: Path, shown: str, args: EditFileParams) -> str:
             f"old_text occurs {count} times in {shown}; include more surrounding text so it matches "
             "exactly once, or set replace_all to true."
         )
-    updated = content.replace(args.old_text, args.new_text)
-    path.write_text(updated, encoding="utf-8", errors="surrogateescape", newline="")
-    return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {shown}."
+    return count
 
 
 class EditFile(Tool[EditFileParams]):
@@ -57,7 +84,7 @@ class EditFile(Tool[EditFileParams]):
         )
 
     async def _edit(self, path: Path, args: EditFileParams, context: ToolContext) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_edit, path, context.show(path), args))
+        return ToolResult(await asyncio.to_thread(_edit, context.workspace, path, context.show(path), args))
 
     async def run(self, args: EditFileParams, context: ToolContext) -> ToolResult:
         return await self._edit(context.resolve(args.path), args, context)

@@ -1,17 +1,33 @@
-"""glob: files whose paths match a pattern."""
+"""glob: files whose paths match a pattern.
+
+The tree is walked through directory descriptors (`os.fwalk`, which never follows a link), from
+the search root opened the one way into the workspace (agent.tools.workspace), so a link or a
+swapped directory cannot lead the walk out. The pattern is the model's: runs of `**` are one
+`**`, each path is matched with a time limit, and the walk ends at GLOB_TIME_LIMIT_S or at Stop.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import time
 from pathlib import Path, PurePosixPath
 
+import regex
 from pydantic import Field
 
 from agent.tools import accesses as acc
+from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError
-from agent.tools.defaults import GLOB_MAX_RESULTS
+from agent.tools.builtin.common import Params, ToolError, said_to_the_model
+from agent.tools.defaults import GLOB_MAX_RESULTS, GLOB_TIME_LIMIT_S
+
+TOO_SLOW = (
+    "glob {pattern!r} was still walking after {limit:g} s and was stopped. Use a narrower path or "
+    "pattern (fewer '**'), or the shell's find."
+)
+STOPPED = "glob was stopped."
 
 
 class GlobParams(Params):
@@ -26,19 +42,96 @@ def _check_pattern(pattern: str) -> None:
         raise ToolError("pattern must be relative to path and must not contain '..'.")
 
 
-def _glob(root: Path, workspace: Path, pattern: str, shown: str) -> str:
-    if not root.is_dir():
-        raise ToolError(f"Directory not found: {shown}")
-    real_workspace = Path(os.path.realpath(workspace))
-    found: list[str] = []
-    for match in root.glob(pattern):
-        real = Path(os.path.realpath(match))
-        if real != real_workspace and not real.is_relative_to(real_workspace):
-            continue  # reached through a symlink that leaves the workspace
-        shown_match = match.relative_to(real_workspace).as_posix()
-        found.append(f"{shown_match}/" if match.is_dir() else shown_match)
+def _segments(pattern: str) -> list[str]:
+    segments: list[str] = []
+    for segment in pattern.split("/"):
+        if segment in ("", ".") or (segment == "**" and segments[-1:] == ["**"]):
+            continue
+        segments.append(segment)
+    return segments
+
+
+def _name_regex(segment: str) -> str:
+    """One path component: `*` and `?` stay within it, `[...]` is a class (`[!...]` negated)."""
+    out, index = [], 0
+    while index < len(segment):
+        char = segment[index]
+        index += 1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (close := segment.find("]", index + 1)) > 0:
+            inner = segment[index:close]
+            out.append(
+                "[" + ("^" + inner[1:] if inner.startswith("!") else inner).replace("\\", "\\\\") + "]"
+            )
+            index = close + 1
+        else:
+            out.append(regex.escape(char))
+    return "".join(out)
+
+
+def compile_pattern(pattern: str) -> tuple[regex.Pattern[str], bool, int | None]:
+    """The regex a relative path must match, whether only directories match (a final `**`, as in
+    pathlib), and the deepest level a match can lie at (None with `**`)."""
+    segments = _segments(pattern)
+    dirs_only = segments[-1] == "**"
+    parts = []
+    for position, segment in enumerate(segments):
+        last = position == len(segments) - 1
+        if segment == "**":
+            parts.append("(?:[^/]+(?:/[^/]+)*)?" if last else "(?:[^/]+/)*")
+        else:
+            parts.append(_name_regex(segment) + ("" if last else "/"))
+    source = "".join(parts).replace("(?:[^/]+/)*(?:[^/]+(?:/[^/]+)*)?", "(?:[^/]+(?:/[^/]+)*)?")
+    depth = None if "**" in segments else len(segments)
+    return regex.compile(source, regex.VERSION0 | regex.DOTALL), dirs_only, depth
+
+
+class _Walk:
+    def __init__(self, pattern: str, stop: threading.Event, limit_s: float) -> None:
+        self.text = pattern
+        self.regex, self.dirs_only, self.depth = compile_pattern(pattern)
+        self.stop = stop
+        self.limit_s = limit_s
+        self.deadline = time.monotonic() + limit_s
+
+    def matches(self, relative: str) -> bool:
+        remaining = self.deadline - time.monotonic()
+        if self.stop.is_set():
+            raise ToolError(STOPPED)
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return self.regex.fullmatch(relative, timeout=remaining) is not None
+        except TimeoutError:
+            raise ToolError(TOO_SLOW.format(pattern=self.text, limit=self.limit_s)) from None
+
+    def run(self, root: int, prefix: str) -> list[str]:
+        found: list[str] = []
+        for directory, subdirectories, files, _fd in os.fwalk(".", dir_fd=root, follow_symlinks=False):
+            here = "" if directory == "." else directory[2:] + "/"
+            level = here.count("/") + 1
+            if self.depth is not None and level >= self.depth:
+                subdirectories.clear()  # nothing deeper can match
+            for name in subdirectories:
+                if self.matches(here + name):
+                    found.append(f"{prefix}{here}{name}/")
+            if not self.dirs_only and (self.depth is None or level <= self.depth):
+                found += [f"{prefix}{here}{name}" for name in files if self.matches(here + name)]
+        return found
+
+
+def _glob(workspace: Path, root: Path, shown: str, walk: _Walk) -> str:
+    with said_to_the_model(shown, "Directory not found: {shown}"):
+        opened = ws.open_entry(workspace, root)
+    with opened:
+        if not opened.is_directory:
+            raise ToolError(f"Directory not found: {shown}")
+        found = walk.run(opened.fd, "" if shown == "." else f"{shown}/")
     if not found:
-        return f"No paths match {pattern!r} under {shown}."
+        return f"No paths match {walk.text!r} under {shown}."
     found.sort()
     lines = found[:GLOB_MAX_RESULTS]
     if len(found) > GLOB_MAX_RESULTS:
@@ -54,14 +147,25 @@ class Glob(Tool[GlobParams]):
     )
     parameters = GlobParams
 
+    def __init__(self, time_limit_s: float = GLOB_TIME_LIMIT_S) -> None:
+        self.time_limit_s = time_limit_s
+
     def resolve_execution(self, args: GlobParams, context: ToolContext) -> ToolExecution:
         _check_pattern(args.pattern)
         root = context.resolve(args.path)
         return ToolExecution(run=lambda: self._glob(root, args, context), accesses=acc.search_tree(str(root)))
 
     async def _glob(self, root: Path, args: GlobParams, context: ToolContext) -> ToolResult:
-        text = await asyncio.to_thread(_glob, root, context.workspace, args.pattern, context.show(root))
-        return ToolResult(text)
+        stop = threading.Event()
+        forget = context.signal.add_callback(lambda _reason: stop.set())
+        walk = _Walk(args.pattern, stop, self.time_limit_s)
+        try:
+            return ToolResult(
+                await asyncio.to_thread(_glob, context.workspace, root, context.show(root), walk)
+            )
+        finally:
+            forget()
+            stop.set()  # a call given up on (cancelled task) ends its walk too
 
     async def run(self, args: GlobParams, context: ToolContext) -> ToolResult:
         _check_pattern(args.pattern)

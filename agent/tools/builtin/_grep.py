@@ -5,22 +5,29 @@ The pattern is the model's, so it may backtrack catastrophically. It is matched 
 tool error at the limit instead of keeping a core busy after its turn. The search runs in the
 CPU pool (agent.tools.cpu_pool), so reading a large tree line by line does not hold up the other
 turns of the worker; a cancelled turn leaves it to finish within that limit on its own.
+
+Files are reached the one way into the workspace (agent.tools.workspace): the search root is
+opened from the workspace's descriptor, the tree below it walked through directory descriptors,
+and each file opened from its directory's descriptor without following a link.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 import regex
 from pydantic import Field
 
 from agent.tools import accesses as acc
+from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, looks_binary
+from agent.tools.builtin.common import Params, ToolError, looks_binary, said_to_the_model
 from agent.tools.cpu_pool import in_cpu_pool
 from agent.tools.defaults import (
     GREP_DEFAULT_MAX_RESULTS,
@@ -32,6 +39,7 @@ from agent.tools.defaults import (
 from agent.tools.output import cut_long_lines
 
 SKIPPED_DIRECTORIES = frozenset({".git"})
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class GrepParams(Params):
@@ -83,55 +91,70 @@ class _Matcher:
             raise ToolError(TIMED_OUT.format(pattern=self.pattern.pattern, limit=self.limit_s)) from None
 
 
-def _files(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
+def _files(opened: ws.Opened, shown: str, wanted: Callable[[str], bool]) -> Iterator[tuple[str, int]]:
+    """(workspace-relative path, open descriptor) of each regular file to search, in order. The
+    tree is walked through directory descriptors and no link is followed (skipped, as are FIFOs,
+    sockets and devices), so nothing outside the workspace is ever opened."""
+    if not opened.is_directory:
+        if wanted(shown):
+            yield shown, os.dup(opened.fd)
         return
-    for directory, subdirectories, names in os.walk(root):
+    prefix = "" if shown == "." else f"{shown}/"
+    for directory, subdirectories, names, directory_fd in os.fwalk(".", dir_fd=opened.fd):
         subdirectories[:] = sorted(name for name in subdirectories if name not in SKIPPED_DIRECTORIES)
+        here = prefix + ("" if directory == "." else directory[2:] + "/")
         for name in sorted(names):
-            yield Path(directory) / name
+            if not wanted(here + name):
+                continue
+            try:
+                fd = os.open(name, _FILE_FLAGS, dir_fd=directory_fd)
+            except OSError:
+                continue  # a link (ELOOP), or gone since it was listed
+            yield here + name, fd
 
 
-def _searchable(path: Path) -> bool:
-    # Symlinks are skipped: one could lead out of the workspace.
-    try:
-        return (
-            not path.is_symlink()
-            and path.is_file()
-            and path.stat().st_size <= GREP_MAX_FILE_BYTES
-            and not looks_binary(path)
-        )
-    except OSError:
-        return False
+def _wanted(relative: str, glob: str | None) -> bool:
+    return glob is None or PurePosixPath(relative).match(glob)
 
 
-def _grep(root: Path, workspace: Path, matcher: _Matcher, args: GrepParams) -> str:
-    if not root.exists():
-        raise ToolError(f"Path not found: {args.path}")
+def _searchable(fd: int) -> bool:
+    info = os.fstat(fd)
+    return stat.S_ISREG(info.st_mode) and info.st_size <= GREP_MAX_FILE_BYTES and not looks_binary(fd)
+
+
+def _grep(workspace: Path, root: Path, matcher: _Matcher, args: GrepParams) -> str:
+    shown = ws.show(workspace, root)
+    with said_to_the_model(args.path, "Path not found: {shown}"):
+        opened = ws.open_entry(workspace, root)
     matches: list[str] = []
-    for path in _files(root):
-        relative = path.relative_to(workspace).as_posix()
-        if args.glob and not PurePosixPath(relative).match(args.glob):
-            continue
-        if not _searchable(path):
-            continue
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if matcher.search(line):
-                    matches.append(f"{relative}:{number}:{cut_long_lines(line.rstrip(), MAX_LINE_CHARS)}")
-                    if len(matches) > args.max_results:
-                        break
-        if len(matches) > args.max_results:
-            break
+    with opened:
+        for relative, fd in _files(opened, shown, lambda path: _wanted(path, args.glob)):
+            with os.fdopen(fd, "rb") as handle:
+                if not _searchable(fd):
+                    continue
+                _search(handle, relative, matcher, matches, args.max_results)
+            if len(matches) > args.max_results:
+                break
     if not matches:
         return f"No matches for {args.pattern!r} under {args.path}."
     if len(matches) > args.max_results:
-        shown = matches[: args.max_results]
+        shown_matches = matches[: args.max_results]
         return "\n".join(
-            [*shown, f"[Stopped after {args.max_results} matches; narrow the search to see the rest.]"]
+            [
+                *shown_matches,
+                f"[Stopped after {args.max_results} matches; narrow the search to see the rest.]",
+            ]
         )
     return "\n".join(matches)
+
+
+def _search(handle: BinaryIO, relative: str, matcher: _Matcher, matches: list[str], most: int) -> None:
+    for number, raw in enumerate(handle, start=1):
+        line = raw.decode("utf-8", errors="replace")
+        if matcher.search(line):
+            matches.append(f"{relative}:{number}:{cut_long_lines(line.rstrip(), MAX_LINE_CHARS)}")
+            if len(matches) > most:
+                return
 
 
 class Grep(Tool[GrepParams]):
@@ -156,9 +179,8 @@ class Grep(Tool[GrepParams]):
     async def _grep(
         self, root: Path, pattern: regex.Pattern[str], args: GrepParams, context: ToolContext
     ) -> ToolResult:
-        workspace = Path(os.path.realpath(context.workspace))
         matcher = _Matcher(pattern, self.time_limit_s)
-        return ToolResult(await in_cpu_pool(_grep, root, workspace, matcher, args))
+        return ToolResult(await in_cpu_pool(_grep, context.workspace, root, matcher, args))
 
     async def run(self, args: GrepParams, context: ToolContext) -> ToolResult:
         return await self._grep(context.resolve(args.path), _compile(args), args, context)

@@ -9,8 +9,9 @@ from pathlib import Path
 from pydantic import Field
 
 from agent.tools import accesses as acc
+from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError
+from agent.tools.builtin.common import Params, ToolError, said_to_the_model
 from agent.tools.defaults import LIST_DIR_MAX_ENTRIES
 
 
@@ -21,21 +22,25 @@ class ListDirParams(Params):
 def _entry(entry: os.DirEntry[str]) -> str:
     if entry.is_symlink():
         return f"{entry.name}@"
-    if entry.is_dir():
+    if entry.is_dir(follow_symlinks=False):
         return f"{entry.name}/"
-    return f"{entry.name}  ({entry.stat().st_size} bytes)"
+    try:
+        return f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size} bytes)"
+    except OSError:
+        return f"{entry.name}  (removed while listed)"
 
 
-def _list(path: Path, shown: str) -> str:
-    if not path.exists():
-        raise ToolError(f"Directory not found: {shown}")
-    if not path.is_dir():
-        raise ToolError(f"{shown} is a file, not a directory; use read_file to read it.")
-    with os.scandir(path) as entries:
-        ordered = sorted(entries, key=lambda entry: (not entry.is_dir(follow_symlinks=False), entry.name))
+def _list(workspace: Path, path: Path, shown: str) -> str:
+    with said_to_the_model(shown, "Directory not found: {shown}"):
+        opened = ws.open_entry(workspace, path)
+    with opened:
+        if not opened.is_directory:
+            raise ToolError(f"{shown} is a file, not a directory; use read_file to read it.")
+        with os.scandir(opened.fd) as entries:  # entries are looked up from this descriptor
+            ordered = sorted(entries, key=lambda entry: (not entry.is_dir(follow_symlinks=False), entry.name))
+            lines = [_entry(entry) for entry in ordered[:LIST_DIR_MAX_ENTRIES]]
     if not ordered:
         return f"{shown} is empty."
-    lines = [_entry(entry) for entry in ordered[:LIST_DIR_MAX_ENTRIES]]
     if len(ordered) > LIST_DIR_MAX_ENTRIES:
         lines.append(
             f"[{len(ordered) - LIST_DIR_MAX_ENTRIES} more entries not shown; use glob to narrow down.]"
@@ -57,7 +62,7 @@ class ListDir(Tool[ListDirParams]):
         return ToolExecution(run=lambda: self._list(path, context), accesses=acc.search_tree(str(path)))
 
     async def _list(self, path: Path, context: ToolContext) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_list, path, context.show(path)))
+        return ToolResult(await asyncio.to_thread(_list, context.workspace, path, context.show(path)))
 
     async def run(self, args: ListDirParams, context: ToolContext) -> ToolResult:
         return await self._list(context.resolve(args.path), context)

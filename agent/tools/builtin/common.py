@@ -1,11 +1,15 @@
-"""Small helpers the file tools share."""
+"""Small helpers the file tools share: parameters, the error the model reads, opening a file."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.tools import workspace as ws
 from agent.tools.defaults import BINARY_SNIFF_BYTES
 
 
@@ -19,21 +23,35 @@ class ToolError(Exception):
     """A clear, expected failure; the executor shows its message to the model."""
 
 
-def looks_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\x00" in handle.read(BINARY_SNIFF_BYTES)
+@contextmanager
+def said_to_the_model(shown: str, missing: str = "File not found: {shown}") -> Iterator[None]:
+    """What opening a workspace path can meet, as a ToolError the model reads."""
+    try:
+        yield
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(missing.format(shown=shown)) from None
+    except (ws.PathSecurityError, ws.NotAFileOrDirectory) as error:
+        raise ToolError(str(error)) from None
+    except OSError as error:
+        raise ToolError(f"{shown} cannot be opened ({error.strerror or error}).") from None
 
 
-def require_file(path: Path, shown: str) -> None:
-    if not path.exists():
-        raise ToolError(f"File not found: {shown}")
-    if path.is_dir():
+def open_file(workspace: Path, path: Path, shown: str) -> ws.Opened:
+    """The regular file at `path`, open (the caller closes it); a ToolError otherwise."""
+    with said_to_the_model(shown):
+        opened = ws.open_entry(workspace, path)
+    if opened.is_directory:
+        opened.close()
         raise ToolError(f"{shown} is a directory, not a file; use list_dir to see its entries.")
+    return opened
 
 
-def require_text_file(path: Path, shown: str) -> None:
-    require_file(path, shown)
-    if looks_binary(path):
+def looks_binary(fd: int) -> bool:
+    return b"\x00" in os.pread(fd, BINARY_SNIFF_BYTES, 0)
+
+
+def require_text(fd: int, shown: str) -> None:
+    if looks_binary(fd):
         raise ToolError(
             f"{shown} looks like a binary file (it contains NUL bytes); only text files can be read."
         )

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import Field
 
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, require_text_file
+from agent.tools.builtin.common import Params, ToolError, open_file, require_text
 from agent.tools.defaults import (
     MAX_LINE_CHARS,
     READ_FILE_DEFAULT_LINES,
+    READ_FILE_LINE_MAX_BYTES,
     READ_FILE_MAX_CHARS,
+    READ_FILE_SCAN_MAX_BYTES,
     READ_INLINE_MAX_BYTES,
 )
 from agent.tools.output import cut_long_lines
+
+BEYOND_SCAN = (
+    "{shown} is larger than {mib} MiB and offset {offset} lies beyond that part; read_file does not "
+    "go that far. Use grep, or the shell (sed -n 'A,Bp'), for that part of the file."
+)
 
 
 class ReadFileParams(Params):
@@ -27,41 +36,74 @@ class ReadFileParams(Params):
     )
 
 
-def _is_small(path: Path) -> bool:
-    try:
-        return path.stat().st_size <= READ_INLINE_MAX_BYTES
-    except OSError:
-        return True  # _page reports the problem
+def _lines(fd: int) -> Iterator[tuple[bytes, int]]:
+    """Each line (at most READ_FILE_LINE_MAX_BYTES of it) and the bytes read so far."""
+    with os.fdopen(fd, "rb", closefd=False) as handle:
+        read = 0
+        while line := handle.readline(READ_FILE_LINE_MAX_BYTES):
+            read += len(line)
+            while not line.endswith(b"\n") and len(line) == READ_FILE_LINE_MAX_BYTES:
+                rest = handle.readline(READ_FILE_LINE_MAX_BYTES)  # the rest of a long line: skipped
+                read += len(rest)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield line, read
 
 
-def _page(path: Path, shown: str, offset: int, limit: int) -> str:
-    require_text_file(path, shown)
+def _numbered(number: int, line: bytes) -> str:
+    text = line.decode("utf-8", errors="replace").rstrip("\n").removesuffix("\r")
+    return f"{number:>6}\t{cut_long_lines(text, MAX_LINE_CHARS)}"
+
+
+def _page(fd: int, shown: str, offset: int, limit: int) -> str:
+    require_text(fd, shown)
     lines: list[str] = []
-    size = 0
-    total = 0
-    with path.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
-        for number, line in enumerate(handle, start=1):
-            total = number
-            if number < offset or len(lines) >= limit or size > READ_FILE_MAX_CHARS:
-                continue
-            text = cut_long_lines(line.rstrip("\n"), MAX_LINE_CHARS)
-            numbered = f"{number:>6}\t{text}"
-            if size + len(numbered) > READ_FILE_MAX_CHARS and lines:
-                size = READ_FILE_MAX_CHARS + 1  # page full: count the rest only
-                continue
-            lines.append(numbered)
-            size += len(numbered) + 1
+    size = total = 0
+    counted_all = True
+    for number, (line, read) in enumerate(_lines(fd), start=1):
+        total = number
+        if read > READ_FILE_SCAN_MAX_BYTES and number > offset:
+            counted_all = False
+            break
+        if number < offset or len(lines) >= limit or size > READ_FILE_MAX_CHARS:
+            if read > READ_FILE_SCAN_MAX_BYTES:
+                raise ToolError(
+                    BEYOND_SCAN.format(shown=shown, mib=READ_FILE_SCAN_MAX_BYTES >> 20, offset=offset)
+                )
+            continue
+        numbered = _numbered(number, line)
+        if size + len(numbered) > READ_FILE_MAX_CHARS and lines:
+            size = READ_FILE_MAX_CHARS + 1  # page full: count the rest only
+            continue
+        lines.append(numbered)
+        size += len(numbered) + 1
+    return _with_footer(lines, shown, offset, total, counted_all)
+
+
+def _with_footer(lines: list[str], shown: str, offset: int, total: int, counted_all: bool) -> str:
     if total == 0:
         return f"{shown} is empty."
     if offset > total:
         raise ToolError(f"{shown} has {total} lines; offset {offset} is past the end.")
     last = offset + len(lines) - 1
+    if not counted_all:
+        mib = READ_FILE_SCAN_MAX_BYTES >> 20
+        return "\n".join(
+            [
+                *lines,
+                f"[Lines {offset}-{last}; lines past the first {mib} MiB are not counted. "
+                f"Continue with offset={last + 1}.]",
+            ]
+        )
     if offset == 1 and last == total:
         return "\n".join(lines)
-    footer = (
-        f"[Lines {offset}-{last} of {total}.{f' Continue with offset={last + 1}.' if last < total else ''}]"
-    )
-    return "\n".join([*lines, footer])
+    more = f" Continue with offset={last + 1}." if last < total else ""
+    return "\n".join([*lines, f"[Lines {offset}-{last} of {total}.{more}]"])
+
+
+def _read(workspace: Path, path: Path, shown: str, args: ReadFileParams) -> str:
+    with open_file(workspace, path, shown) as opened:
+        return _page(opened.fd, shown, args.offset, args.limit)
 
 
 class ReadFile(Tool[ReadFileParams]):
@@ -79,9 +121,12 @@ class ReadFile(Tool[ReadFileParams]):
 
     async def _read(self, path: Path, args: ReadFileParams, context: ToolContext) -> ToolResult:
         shown = context.show(path)
-        if _is_small(path):  # a thread hop costs more than reading a small file
-            return ToolResult(_page(path, shown, args.offset, args.limit))
-        return ToolResult(await asyncio.to_thread(_page, path, shown, args.offset, args.limit))
+        # Opening never blocks (O_NONBLOCK, special files refused): a small file is read here, as
+        # a thread hop costs more than the read; a larger one is opened again and read in a thread.
+        with open_file(context.workspace, path, shown) as opened:
+            if opened.info.st_size <= READ_INLINE_MAX_BYTES:
+                return ToolResult(_page(opened.fd, shown, args.offset, args.limit))
+        return ToolResult(await asyncio.to_thread(_read, context.workspace, path, shown, args))
 
     async def run(self, args: ReadFileParams, context: ToolContext) -> ToolResult:
         return await self._read(context.resolve(args.path), args, context)

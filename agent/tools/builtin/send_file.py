@@ -8,16 +8,15 @@ sender (a sub-agent, a test registry) the tool says it is not available.
 from __future__ import annotations
 
 import asyncio
-import os
-import stat
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import Field
 
 from agent.tools import accesses as acc
+from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError
+from agent.tools.builtin.common import Params, ToolError, said_to_the_model
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024  # the caller passes its own limit (UPLOAD_MAX_BYTES)
 MAX_TITLE_CHARS = 200  # Slack shows a title on one line
@@ -35,18 +34,21 @@ class SendFileParams(Params):
     title: str = Field(default="", description="A short title shown with the file (default: its name).")
 
 
-def _checked_size(path: Path, shown: str, max_bytes: int) -> int:
-    try:
-        status = os.stat(path)
-    except FileNotFoundError:
-        raise ToolError(f"{shown} does not exist.") from None
-    if not stat.S_ISREG(status.st_mode):
-        raise ToolError(f"{shown} is not a regular file.")
-    if status.st_size == 0:
+def _checked_size(workspace: Path, path: Path, shown: str, max_bytes: int) -> int:
+    """The size of the regular file at `path`, opened the one way into the workspace. The
+    delivery worker opens it the same way again when it reads it to upload (a file may change
+    in between, so the delivery checks the size again)."""
+    with said_to_the_model(shown, "{shown} does not exist."):
+        opened = ws.open_entry(workspace, path)
+    with opened:
+        size = opened.info.st_size
+        if opened.is_directory:
+            raise ToolError(f"{shown} is not a regular file.")
+    if size == 0:
         raise ToolError(f"{shown} is empty; there is nothing to send.")
-    if status.st_size > max_bytes:
-        raise ToolError(f"{shown} is {status.st_size:,} bytes; files over {max_bytes:,} bytes are not sent.")
-    return status.st_size
+    if size > max_bytes:
+        raise ToolError(f"{shown} is {size:,} bytes; files over {max_bytes:,} bytes are not sent.")
+    return size
 
 
 class SendFile(Tool[SendFileParams]):
@@ -73,7 +75,7 @@ class SendFile(Tool[SendFileParams]):
         if self.sender is None:
             raise ToolError(UNAVAILABLE)
         shown = context.show(path)
-        size = await asyncio.to_thread(_checked_size, path, shown, self.max_bytes)
+        size = await asyncio.to_thread(_checked_size, context.workspace, path, shown, self.max_bytes)
         title = " ".join(args.title.split())[:MAX_TITLE_CHARS] or path.name
         await asyncio.to_thread(self.sender.send, shown, title, size, context.tool_call_id)
         return ToolResult(f"Sent {shown} ({size:,} bytes) to the thread as “{title}”; it shows there soon.")

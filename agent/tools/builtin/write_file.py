@@ -8,9 +8,10 @@ from pathlib import Path
 from pydantic import Field
 
 from agent.tools import accesses as acc
+from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError
-from agent.tools.workspace import give_to_workspace_owner, missing_directories
+from agent.tools.builtin.common import Params, ToolError, said_to_the_model
+from agent.tools.defaults import WRITE_FILE_MAX_BYTES
 
 
 class WriteFileParams(Params):
@@ -19,15 +20,18 @@ class WriteFileParams(Params):
 
 
 def _write(workspace: Path, path: Path, shown: str, content: str) -> str:
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; give the path of a file.")
-    existed = path.exists()
-    created = missing_directories(path.parent)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8", newline="")
-    give_to_workspace_owner(workspace, *created, *([] if existed else [path]))
+    data = content.encode("utf-8", errors="surrogateescape")
+    if len(data) > WRITE_FILE_MAX_BYTES:
+        raise ToolError(
+            f"The content is {len(data):,} bytes; write_file takes at most {WRITE_FILE_MAX_BYTES:,}."
+        )
+    with said_to_the_model(shown, "Cannot create {shown}: a part of its path is a file, not a directory."):
+        try:
+            written = ws.write_bytes(workspace, path, data)
+        except IsADirectoryError:
+            raise ToolError(f"{shown} is a directory; give the path of a file.") from None
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    verb = "Overwrote" if existed else "Created"
+    verb = "Created" if written.created else "Overwrote"
     return f"{verb} {shown}: {len(content)} characters, {lines} lines."
 
 
