@@ -167,6 +167,7 @@ def test_ci_run_installs_what_is_missing_and_starts_its_own_redis(tmp_path: Path
     assert all(call[-1] == "DEBIAN_FRONTEND=noninteractive" for call in installs), apt_calls
     assert "/usr/bin/chromium is missing: installing it with apt" in output
     assert "bwrap, from the apt-get stub" in output and "openssl, from the apt-get stub" in output
+    # .ci/run prints this once the Redis it started answers a PING.
     started = re.search(r"^started redis-server on port (\d+)$", output, re.MULTILINE)
     assert started, output
     assert re.search(r"^\d+ tests? collected", output, re.MULTILINE), output
@@ -198,15 +199,12 @@ def test_apt_install_as_a_user_goes_through_sudo(sudo: bool) -> None:
         if os.geteuid() != 0
         else [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     )
-    with tempfile.TemporaryDirectory() as stubs:  # nobody may read it, unlike tmp_path
+    with tempfile.TemporaryDirectory() as stubs:  # user 65534 reads it; tmp_path is private to root
         os.chmod(stubs, 0o755)
-        for name, body in {
-            "apt-get": 'echo "apt-get $*" >&2',
-            "sudo": 'echo "sudo $1" >&2; exec "$@"',
-        }.items():
-            if name == "apt-get" or sudo:
-                (Path(stubs) / name).write_text(f"#!/bin/sh\n{body}\n")
-                (Path(stubs) / name).chmod(0o755)
+        scripts = {"apt-get": 'echo "apt-get $*" >&2', "sudo": 'echo "sudo $1" >&2; exec "$@"'}
+        for name in ("apt-get", "sudo") if sudo else ("apt-get",):
+            (Path(stubs) / name).write_text(f"#!/bin/sh\n{scripts[name]}\n")
+            (Path(stubs) / name).chmod(0o755)
         for name in ("id", "env"):
             (Path(stubs) / name).symlink_to(shutil.which(name) or name)
         shutil.copy(ROOT / ".ci" / "lib.sh", stubs)
