@@ -18,7 +18,6 @@ test:
 lint: .venv/bin/threadline
 	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy
 
+# .ci/lib.sh's make_venv, as .ci/run makes it (installs Debian's python3.X-venv when venv fails).
 .venv/bin/threadline: pyproject.toml
-	[ -x .venv/bin/python ] || python3 -m venv .venv
-	.venv/bin/python -m pip install -q -e ".[dev]"
-	touch $@
+	bash -ec '. .ci/lib.sh; make_venv'
