@@ -6,6 +6,11 @@
    in one large batch and in one-call batches.
 3. `shell` running `true`, sandboxed (bubblewrap) and not, interleaved in the same run: the
    median of each and what the sandbox adds per call.
+
+`python -m bench.tools --read-file [REV]` instead times one read_file call and a 100-call
+read_file batch (bench/read_file_probe.py) in this tree and in REV's (default: the last commit
+before the one way into the workspace, issue 29), in alternating processes of the same run, and
+prints what the new way in costs (target: at most 20 % more).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -183,5 +189,63 @@ def report_shell(sandboxed_ms: float, bare_ms: float) -> dict[str, float]:
     return {"shell_sandboxed_ms": sandboxed_ms, "shell_bare_ms": bare_ms}
 
 
+BASELINE_REV = "a0f6a0c"  # before agent.tools.workspace opened every path from a descriptor
+READ_FILE_ROUNDS = 7
+READ_FILE_TARGET = 1.20
+
+
+def probe(tree: Path) -> dict[str, float]:
+    """bench/read_file_probe.py of this tree, run on `tree`'s packages."""
+    script = Path(__file__).with_name("read_file_probe.py")
+    environment = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tree, env=environment, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the probe failed on {tree}:\n{done.stderr}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def read_file_against(rev: str) -> dict[str, float]:
+    here = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as directory:
+        baseline = Path(directory) / "baseline"
+        subprocess.run(
+            ["git", "-C", str(here), "worktree", "add", "-q", "--detach", str(baseline), rev], check=True
+        )
+        try:
+            rounds: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+            for _ in range(READ_FILE_ROUNDS):  # alternating, so load on the machine affects both alike
+                rounds["before"].append(probe(baseline))
+                rounds["after"].append(probe(here))
+        finally:
+            subprocess.run(
+                ["git", "-C", str(here), "worktree", "remove", "--force", str(baseline)], check=True
+            )
+    return report_read_file(rev, rounds)
+
+
+def report_read_file(rev: str, rounds: dict[str, list[dict[str, float]]]) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    print(
+        f"read_file, {rev} (before) against this tree (after), median of {READ_FILE_ROUNDS} alternating runs"
+    )
+    for key, label in [("single_us", "one call"), ("batch_us", "100-call batch")]:
+        before = statistics.median(run[key] for run in rounds["before"])
+        after = statistics.median(run[key] for run in rounds["after"])
+        ratio = after / before
+        verdict = "met" if ratio <= READ_FILE_TARGET else "MISSED"
+        print(
+            f"{label:>15}: before {before:9.1f} µs, after {after:9.1f} µs, "
+            f"ratio {ratio:.2f} (target ≤ {READ_FILE_TARGET:.2f}): {verdict}"
+        )
+        figures |= {f"{key}_before": before, f"{key}_after": after}
+    return figures
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    if sys.argv[1:2] == ["--read-file"]:
+        read_file_against(sys.argv[2] if len(sys.argv) > 2 else BASELINE_REV)
+    else:
+        asyncio.run(main())
