@@ -4,7 +4,8 @@ The pattern is the model's, so it may backtrack catastrophically. It is matched 
 `regex` package (the same syntax as `re`), which takes a time limit: a bad pattern ends as a
 tool error at the limit instead of keeping a core busy after its turn. The search runs in the
 CPU pool (agent.tools.cpu_pool), so reading a large tree line by line does not hold up the other
-turns of the worker; a cancelled turn leaves it to finish within that limit on its own.
+turns of the worker; Stop reaches it between lines (a marker file, see _Matcher), and one line's
+match is bounded by the time limit.
 
 Files are reached the one way into the workspace (agent.tools.workspace): the search root is
 opened from the workspace's descriptor, the tree below it walked through directory descriptors,
@@ -13,9 +14,12 @@ and each file opened from its directory's descriptor without following a link.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -57,6 +61,8 @@ class GrepParams(Params):
     ignore_case: bool = Field(default=False, description="Match without regard to case.")
 
 
+STOP_CHECK_S = 0.05
+STOPPED = "grep was stopped."
 TIMED_OUT = (
     "The pattern {pattern!r} was still matching after {limit:g} s and was stopped: it backtracks "
     "too much. Use a simpler pattern (no nested repetition such as (a+)+ or (a|aa)+)."
@@ -73,16 +79,25 @@ def _compile(args: GrepParams) -> regex.Pattern[str]:
 
 @dataclass
 class _Matcher:
-    """Matches lines until a deadline shared by the whole search."""
+    """Matches lines until a deadline shared by the whole search, or until Stop: the turn's
+    process cannot reach into the pool's, so a Stop is a marker file that the search looks for
+    between lines (at most every STOP_CHECK_S)."""
 
     pattern: regex.Pattern[str]
     limit_s: float
+    stop_marker: str
 
     def __post_init__(self) -> None:
         self.deadline = time.monotonic() + self.limit_s
+        self.next_check = 0.0
 
     def search(self, line: str) -> bool:
-        remaining = self.deadline - time.monotonic()
+        now = time.monotonic()
+        if now >= self.next_check:
+            self.next_check = now + STOP_CHECK_S
+            if os.path.exists(self.stop_marker):
+                raise ToolError(STOPPED)
+        remaining = self.deadline - now
         try:
             if remaining <= 0:
                 raise TimeoutError
@@ -157,6 +172,12 @@ def _search(handle: BinaryIO, relative: str, matcher: _Matcher, matches: list[st
                 return
 
 
+def _stop(marker: Path, limit_s: float) -> None:
+    """Tell the search in the pool to stop; the marker goes once the search is surely over."""
+    marker.touch()
+    asyncio.get_running_loop().call_later(limit_s + STOP_CHECK_S, marker.unlink, True)
+
+
 class Grep(Tool[GrepParams]):
     name = "grep"
     description = (
@@ -179,8 +200,13 @@ class Grep(Tool[GrepParams]):
     async def _grep(
         self, root: Path, pattern: regex.Pattern[str], args: GrepParams, context: ToolContext
     ) -> ToolResult:
-        matcher = _Matcher(pattern, self.time_limit_s)
-        return ToolResult(await in_cpu_pool(_grep, context.workspace, root, matcher, args))
+        marker = Path(tempfile.gettempdir()) / f"threadline-grep-stop-{uuid.uuid4().hex}"
+        matcher = _Matcher(pattern, self.time_limit_s, str(marker))
+        forget = context.signal.add_callback(lambda _reason: _stop(marker, self.time_limit_s))
+        try:
+            return ToolResult(await in_cpu_pool(_grep, context.workspace, root, matcher, args))
+        finally:
+            forget()
 
     async def run(self, args: GrepParams, context: ToolContext) -> ToolResult:
         return await self._grep(context.resolve(args.path), _compile(args), args, context)
