@@ -8,9 +8,10 @@ once per shared message (its key names the message's ts), so the history says wh
 
 Every part of a shared file is hostile: its name, its declared type and size, and its URL.
 
-- The bot token goes only to Slack: the URL's scheme, host and port must be SLACK_API_URL's, or
-  https on its files host (files.slack.com), and redirects are not followed (a redirect is a
-  refusal).
+- The bot token goes only to Slack's files: the URL's scheme, host and port must be
+  SLACK_API_URL's, or https on its files host (files.slack.com), and its path a file's,
+  `/files-pri/<team>-<file>/<name>` (or `…/download/<name>`): never the Web API on the same host,
+  which would take the token as well. Redirects are not followed (a redirect is a refusal).
 - The name loses any directory, leading dots and control characters; a clash gets `-1`, `-2`…
   and nothing existing is overwritten (O_EXCL); directories are opened without following
   links that leave the workspace (agent.tools.workspace).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
 import time
 import unicodedata
 from collections.abc import Iterable
@@ -45,6 +47,9 @@ log = logging.getLogger(__name__)
 UPLOADS = ".threadline/uploads"
 ATTACHMENTS = "attachments"  # the origin kind of the message that says where the files went
 FILES_PREFIX = "files."  # url_private is on files.slack.com for slack.com (files.slack-gov.com …)
+# url_private(_download)'s path: /files-pri/T…-F…/name or /files-pri/T…-F…/download/name.
+FILE_PATH = re.compile(r"/files-pri/[A-Za-z0-9]+-[A-Za-z0-9]+/(?:download/)?(?P<name>[^/\\]+)")
+_DOT = re.compile("%2e", re.IGNORECASE)
 DOWNLOAD_DEADLINE_S = 120.0  # a whole download; a server dripping bytes cannot hold a turn longer
 CONNECT_TIMEOUT_S = 10.0
 # An image part is base64 on the wire log and in every request after it: 2 MB (2.7 MB encoded)
@@ -174,8 +179,9 @@ def _check_response(response: httpx.Response) -> None:
 
 
 def check_url(url: str, api_url: str) -> None:
-    """The bot token is only ever sent to Slack: SLACK_API_URL's origin, or https on its `files.`
-    host (files.slack.com for slack.com; a fake or a proxy's own host allows no other)."""
+    """The bot token is only ever sent to a Slack file: SLACK_API_URL's origin, or https on its
+    `files.` host (files.slack.com for slack.com; a fake or a proxy's own host allows no other),
+    at a shared file's path (FILE_PATH), never the Web API's."""
     try:
         parts = urlsplit(url)
         origin = (parts.scheme, parts.hostname, parts.port)
@@ -185,6 +191,15 @@ def check_url(url: str, api_url: str) -> None:
     allowed = {(api.scheme, api.hostname, api.port), ("https", f"{FILES_PREFIX}{api.hostname}", None)}
     if not url or parts.username or parts.password or origin not in allowed:
         raise Refusal(f"its address is not on Slack ({parts.hostname or 'no host'}); it was not fetched")
+    if parts.query or parts.fragment or not _file_path(parts.path):
+        raise Refusal("its address is not a Slack file's (/files-pri/…); it was not fetched")
+
+
+def _file_path(path: str) -> bool:
+    """A shared file's path, whose name is no dot segment (`..`, or `%2e%2e`, which a client
+    decodes and resolves, climbing from /files-pri/ to the Web API's /api/)."""
+    found = FILE_PATH.fullmatch(path)
+    return found is not None and _DOT.sub(".", found["name"]) not in (".", "..")
 
 
 def type_allowed(mimetype: str, allowed: frozenset[str]) -> bool:

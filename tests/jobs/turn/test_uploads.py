@@ -132,7 +132,7 @@ def test_a_redirect_is_a_refusal_and_is_never_followed(elsewhere, workspace):
         take = FileFetcher(
             Settings.load(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=f"http://{host}:{port}/api/"), workspace
         )
-        outcome = take.fetch(target.model_copy(update={"url": f"http://{host}:{port}/files-pri/x"}))
+        outcome = take.fetch(target.model_copy(update={"url": f"http://{host}:{port}/files-pri/T111-F1/x"}))
     finally:
         server.stop()
     assert isinstance(outcome, Refused) and "redirect" in outcome.reason
@@ -221,3 +221,35 @@ def test_the_model_reads_where_each_file_went_and_sees_the_images(fake_slack, wo
         "- x.exe: not taken, files of type application/x-msdownload are not taken here (UPLOAD_TYPES).",
     ]
     assert [part.type for part in note.content] == ["text", "image_url"]
+
+
+def test_the_token_goes_only_to_slacks_file_paths_not_its_api():
+    """url_private is a file under /files-pri/ on Slack's files host (or a fake's own host);
+    the Web API on the same host takes the bot token too, so an address there is refused."""
+    check_url("https://files.slack.com/files-pri/T0123ABC-F0456DEF/report.pdf", SLACK_DEFAULT_API_URL)
+    check_url("https://files.slack.com/files-pri/T0123ABC-F0456DEF/download/a%20b.txt", SLACK_DEFAULT_API_URL)
+    check_url("http://127.0.0.1:9/files-pri/T111-F1/download/a.txt", "http://127.0.0.1:9/api/")
+    for url in (
+        "https://slack.com/api/files.info?file=F0456DEF",
+        "https://slack.com/api/chat.postMessage",
+        "https://files.slack.com/api/files.info",
+        "https://slack.com/",
+        "https://files.slack.com/files-tmb/T1-F1-abc/a_360.png",  # a thumbnail is not the file
+        "https://files.slack.com/files-pri/T1-F1/../../api/auth.test",
+        "https://files.slack.com/files-pri/T1-F1/%2e%2e/%2E%2E/api/auth.test",
+        "https://slack.com/files-pri/T1-F1/%2E%2e",
+        "https://files.slack.com/files-pri/T1-F1/a.txt?token=x",
+        "https://files.slack.com/files-pri/T1-F1",
+        "http://127.0.0.1:9/api/files.info",
+    ):
+        api = "http://127.0.0.1:9/api/" if url.startswith("http://") else SLACK_DEFAULT_API_URL
+        with pytest.raises(Refusal):
+            check_url(url, api)
+
+
+def test_the_fakes_own_shared_file_address_is_one_slack_would_give(fake_slack, workspace):
+    """The fake serves url_private as Slack does (`/files-pri/T…-F…/name`): the check takes it."""
+    saved = fetcher(fake_slack, workspace).fetch(shared(fake_slack, "report final.txt", b"ok"))
+    assert isinstance(saved, Saved) and (workspace / saved.path).read_bytes() == b"ok"
+    item = fake_slack.share_file("b.txt", b"x")
+    check_url(item["url_private"], fake_slack.api_url)
