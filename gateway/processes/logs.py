@@ -14,7 +14,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.redaction import RedactingFormatter, redact_text
+from agent.redaction import redact_text
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
 from jobs.settings import Settings
 
@@ -23,6 +23,9 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # A value made of these is shown bare; anything else (a newline, a space, `=`) is quoted, so a
 # hostile id can neither forge a line nor a field.
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9_.:\-]+")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SPELLED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+TRACEBACK_INDENT = "  "  # a traceback's lines: never mistaken for a record's, which starts with its time
 
 
 def configure_logging(settings: Settings) -> None:
@@ -43,16 +46,29 @@ def context_of(record: logging.LogRecord) -> dict[str, str]:
     return {name: redact_text(str(value)) for name, value in fields.items()}
 
 
-class TextFormatter(RedactingFormatter):
-    """The usual line with ` team=T1 channel=C1 thread=T1:C1:1700.1 turn=… job=…` after it."""
+class TextFormatter(logging.Formatter):
+    """The usual line with ` team=T1 channel=C1 thread=T1:C1:1700.1 turn=… job=…` after it.
+
+    A record is one line: every value in it (a file name, an error's text) has its control
+    characters escaped (`\\n`, `\\x1b`), so none can end the line early or forge another. A
+    traceback follows on lines of its own, each indented (`TRACEBACK_INDENT`), so no line of it
+    passes for a record either; then the whole goes through `redact_text`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        fields = " ".join(f"{name}={_plain(value)}" for name, value in context_of(record).items())
-        if not fields:
-            return line
-        head, newline, traceback = line.partition("\n")  # the fields stay on the record's first line
-        return f"{head} {fields}{newline}{traceback}"
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        fields = "".join(f" {name}={_plain(value)}" for name, value in context_of(record).items())
+        line = escape_controls(self.formatMessage(record)) + fields
+        return redact_text(line + "".join(f"\n{TRACEBACK_INDENT}{row}" for row in self._traceback(record)))
+
+    def _traceback(self, record: logging.LogRecord) -> list[str]:
+        shown = []
+        if record.exc_info:
+            shown.append(self.formatException(record.exc_info))
+        if record.stack_info:
+            shown.append(self.formatStack(record.stack_info))
+        return [escape_controls(row) for part in shown for row in part.split("\n")]
 
 
 class JsonFormatter(logging.Formatter):
@@ -75,6 +91,16 @@ class JsonFormatter(logging.Formatter):
 
 def _plain(value: str) -> str:
     return value if _PLAIN_VALUE.fullmatch(value) else json.dumps(value)
+
+
+def escape_controls(text: str) -> str:
+    """`text` on one line: C0 and C1 control characters, DEL and the Unicode line and paragraph
+    separators spelled as Python would (`\\n`, `\\x1b`, `\\u2028`); everything else as written."""
+    return _CONTROL.sub(lambda found: _SPELLED.get(found[0]) or _code(found[0]), text)
+
+
+def _code(char: str) -> str:
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
 
 
 # RQ's INFO lines for each job it takes and finishes, by their templates as RQ writes them.
