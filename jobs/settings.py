@@ -22,6 +22,7 @@ from agent.tools.builtin.http_policy import HttpGetPolicy
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 # The conversation itself: LLM_EXTRA_BODY may add to a request, never replace what it says.
 RESERVED_BODY_FIELDS = frozenset({"messages", "tools", "stream"})
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]+")  # a channel, private channel or DM id
 
 # What each setting is, said once: used for "missing" and "invalid" lines alike.
 EXPECTED: dict[str, str] = {
@@ -33,6 +34,11 @@ EXPECTED: dict[str, str] = {
     "SLACK_TIMEOUT_SECONDS": "how long to wait for a Slack Web API answer (seconds)",
     "SLACK_REACTIONS": "true or false: 👀 on a message the agent takes, ✅ or ⚠️ when its turn ends",
     "SLACK_STREAMING": "on or off: answers stream as the model writes them (off: posted at the end)",
+    "SLACK_BROADCAST_CHANNELS": (
+        "comma-separated channel ids where the agent's @channel, @here, @everyone and user-group"
+        " mentions notify (empty: nowhere)"
+    ),
+    "SLACK_UNFURL": "true or false: Slack previews (fetches) the links and media in the agent's messages",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
     "PORT": "a TCP port number (1-65535)",
     "METRICS_PORT": "a TCP port (1-65535) where worker or web --socket serves its Prometheus metrics",
@@ -132,6 +138,13 @@ class Settings(BaseSettings):
     SLACK_REACTIONS: bool = True
     # Answers stream as the model writes them (chat.startStream …); off: the card and one final post.
     SLACK_STREAMING: bool = True
+    # The model's broadcast mentions (<!channel>, <!here>, <!everyone>, <!subteam^…>) reach Slack
+    # broken, so a prompt injection cannot ping a channel, except in these channels
+    # (gateway.render.mentions).
+    SLACK_BROADCAST_CHANNELS: str = ""
+    # Off: posts ask Slack not to preview their links and media, so a URL carrying data is not
+    # fetched by Slack on the bot's behalf.
+    SLACK_UNFURL: bool = False
     REDIS_URL: str | None = None
     PORT: int = Field(default=3000, ge=1, le=65535)
     # Above common load-balancer idle timeouts (60 s): the balancer, not web, must close an idle
@@ -306,8 +319,19 @@ class Settings(BaseSettings):
         return _id_set(self.SHELL_NETWORK_CHANNELS)
 
     @property
+    def broadcast_channels(self) -> frozenset[str]:
+        return _id_set(self.SLACK_BROADCAST_CHANNELS)
+
+    @property
     def approval_waived_tools(self) -> frozenset[str]:
         return _id_set(self.APPROVAL_WAIVED_TOOLS)
+
+    @field_validator("SLACK_BROADCAST_CHANNELS")
+    @classmethod
+    def _channel_ids(cls, value: str) -> str:
+        if not all(_CHANNEL_ID.fullmatch(item) for item in _id_set(value)):
+            raise ValueError("not channel ids")
+        return value
 
     @field_validator("SLACK_API_URL")
     @classmethod

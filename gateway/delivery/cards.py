@@ -134,7 +134,7 @@ class Cards:
         self._settle(turn_id, version)
         if card.state == "running":
             self.ledger.set_note(RUNNING_CARD, turn_id)
-            self.status.working(status_text(card))
+            self.status.working(self.poster.rules.text(status_text(card)))  # tool names are the model's
         elif self.ledger.note(RUNNING_CARD) == turn_id:
             self.ledger.set_note(RUNNING_CARD, "")
             self._stopped_running(card)

@@ -22,6 +22,7 @@ from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
 from gateway.delivery.streams import StepStreams
 from gateway.delivery.timers import deliver_later
+from gateway.render.mentions import PostingRules
 from gateway.slack_client import web_client
 from jobs import runtime
 from jobs.keys import SessionKey, deliver_again_key, delivering_key, slack_pause_key, timer_key
@@ -66,7 +67,9 @@ def deliver(session_key: str) -> int:
     redis = runtime.redis_client()
     delivery_started(redis, key)
     settings = runtime.settings()
-    return Delivery(SessionStore(redis, key), web_client(settings), streaming=settings.SLACK_STREAMING).run()
+    rules = PostingRules(broadcasts=key.channel in settings.broadcast_channels, unfurl=settings.SLACK_UNFURL)
+    store = SessionStore(redis, key)
+    return Delivery(store, web_client(settings), streaming=settings.SLACK_STREAMING, rules=rules).run()
 
 
 class RateLimited(Exception):
@@ -76,11 +79,18 @@ class RateLimited(Exception):
 
 
 class Delivery:
-    def __init__(self, store: SessionStore, client: WebClient, *, streaming: bool = True) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        client: WebClient,
+        *,
+        streaming: bool = True,
+        rules: PostingRules | None = None,
+    ) -> None:
         self.store = store
         self.redis = store.redis
         self.key = store.key
-        self.poster = ThreadPoster(store, client)
+        self.poster = ThreadPoster(store, client, rules)
         self.status = AssistantStatus(store, client, self.poster.ledger)
         self.streams = StepStreams(store, self.poster, enabled=streaming)
         self.cards = Cards(store, self.poster, self.status, streaming=self.streams.streaming)

@@ -3,6 +3,11 @@
 Every post carries Slack message metadata naming its entry. If a worker dies between Slack's
 answer and the ledger write, the entry stays "in flight"; the next delivery looks for a message
 with that metadata in the thread (conversations.replies) before posting again.
+
+Everything posted, edited or uploaded here goes out under the channel's `PostingRules`
+(gateway.render.mentions): broadcast mentions broken, and links and media not unfurled, unless
+the settings allow them in that channel. No post asks Slack to parse names (`link_names`,
+`parse=full`), which would turn a bare `@channel` into a ping.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from slack_sdk import WebClient
 
 from gateway.delivery.ledger import Ledger
 from gateway.delivery.pacing import wait_for_post_slot
+from gateway.render.mentions import PostingRules
 from gateway.render.notices import SlackMessage
 from jobs.session.store import SessionStore
 
@@ -25,11 +31,12 @@ REPLIES_PAGE = 200
 
 
 class ThreadPoster:
-    def __init__(self, store: SessionStore, client: WebClient) -> None:
+    def __init__(self, store: SessionStore, client: WebClient, rules: PostingRules | None = None) -> None:
         self.store = store
         self.client = client
         self.key = store.key
         self.ledger = Ledger(store)
+        self.rules = rules or PostingRules()
 
     def post_once(self, entry: str, message: SlackMessage) -> tuple[str, bool]:
         """Post `message` for `entry` unless the thread has it already: (its ts, posted now)."""
@@ -43,8 +50,9 @@ class ThreadPoster:
                 channel=self.key.channel,
                 thread_ts=self.key.thread_ts,
                 metadata={"event_type": METADATA_EVENT, "event_payload": {"outbox_id": entry}},
-                unfurl_links=False,
-                **message.arguments(),
+                unfurl_links=self.rules.unfurl,
+                unfurl_media=self.rules.unfurl,
+                **self.rules.arguments(message.arguments()),
             )
         except Exception as error:
             if _refused(error):
@@ -69,15 +77,15 @@ class ThreadPoster:
             thread_ts=self.key.thread_ts,
             content=content,
             filename=filename,
-            title=title or filename,
-            initial_comment=comment,  # slack_sdk leaves a None argument out
+            title=self.rules.text(title or filename),
+            initial_comment=self.rules.text(comment) if comment else None,  # slack_sdk leaves None out
         )
         found = self._find(lambda m: any(f.get("name") == filename for f in m.get("files") or []), 0)
         self.ledger.record(entry, found or "file")
         return found
 
     def update(self, ts: str, message: SlackMessage) -> None:
-        self.client.chat_update(channel=self.key.channel, ts=ts, **message.arguments())
+        self.client.chat_update(channel=self.key.channel, ts=ts, **self.rules.arguments(message.arguments()))
 
     def pace(self) -> None:
         wait_for_post_slot(self.store.redis, self.key.team, self.key.channel)

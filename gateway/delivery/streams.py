@@ -18,6 +18,12 @@ appended to again: once the step is done its message is stopped and edited to th
 so a crash or a retry neither repeats nor loses text. A stream shows at most `STREAM_CHARS`;
 the rest of a longer step follows as answer messages. When Slack refuses streaming in the
 channel, the session falls back to the card and one answer post (`REFUSED_NOTE`).
+
+The text and the tasks go out under the channel's `PostingRules` like every post: each piece is
+the text so far neutralised between two offsets (gateway.render.mentions), and while the model
+still writes, a piece stops short of a `<` or `@` whose next characters are not written yet, so
+a `<!chan` appended now and a `nel>` appended later never join into a mention in the thread.
+Slack's streaming methods take no unfurl flags; a stream's links unfurl as Slack decides.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from gateway.delivery.answers import CHUNK_CHARS, post_answer
 from gateway.delivery.ledger import Notes
 from gateway.delivery.poster import METADATA_EVENT, ThreadPoster
 from gateway.render.feedback import feedback_block
+from gateway.render.mentions import settled
 from gateway.render.notices import SlackMessage
 from jobs.keys import SessionKey
 from jobs.session import live
@@ -140,10 +147,11 @@ class StepStreams:
         known = self.poster.known(
             base, lambda m: bool(start) and _unmarked(m) and m.get("text", "").startswith(start)
         )
-        if known or not (record.text or record.tasks):
+        end = _ready(record, 0, CALL_CHARS)
+        if known or not (end or record.tasks):
             return known
-        text = record.text[:CALL_CHARS]
-        self.ledger.set_note(f"{base}:start", text)
+        text = self.poster.rules.between(record.text, 0, end)
+        self.ledger.set_note(f"{base}:start", text)  # as Slack shows it, to find it after a crash
         self.ledger.begin(base)
         self.poster.pace()  # a stream is a new message: it takes the channel's posting slot
         answer = self.client.chat_startStream(
@@ -152,10 +160,10 @@ class StepStreams:
             recipient_team_id=self.key.team,
             recipient_user_id=self.store.meta.read().owner or None,
             task_display_mode="timeline",
-            chunks=_chunks(text, _changed_tasks(record, {})),
+            chunks=self._chunks(text, _changed_tasks(record, {})),
         )
         ts = str(answer["ts"])
-        self.ledger.record_with_notes(base, ts, self._shown_notes(base, len(text), record))
+        self.ledger.record_with_notes(base, ts, self._shown_notes(base, end, record))
         log.info("started the stream of %s in %s as %s", base, self.key, ts)
         return ts
 
@@ -176,7 +184,7 @@ class StepStreams:
     def _unsent(self, base: str, record: LiveStep) -> Unsent:
         """Characters shown so far, the next piece of text (one call's worth), the tasks changed."""
         sent = int(self.ledger.note(f"{base}:sent") or 0)
-        piece = record.text[sent : min(len(record.text), STREAM_CHARS)][:CALL_CHARS]
+        piece = record.text[sent : _ready(record, sent, CALL_CHARS)]
         return sent, piece, _changed_tasks(record, json.loads(self.ledger.note(f"{base}:tasks") or "{}"))
 
     def _send(self, base: str, ts: str, record: LiveStep, unsent: Unsent, *, last: bool) -> None:
@@ -184,7 +192,7 @@ class StepStreams:
         a lost answer leaves the mark, and the step is completed by an edit, never appended to again."""
         sent, piece, tasks = unsent
         self.ledger.set_note(f"{base}:appending", str(sent + len(piece)))
-        chunks = _chunks(piece, tasks)
+        chunks = self._chunks(self.poster.rules.between(record.text, sent, sent + len(piece)), tasks)
         if last:
             self._stop(ts, record, base, chunks or None)
         else:
@@ -241,7 +249,7 @@ class StepStreams:
             ts = self.ledger.ts(old)
             if ts and not self.ledger.note(f"{old}:done"):
                 try:
-                    self._stop(ts, record.model_copy(update={"final": False}), old, _chunks(CUT_OFF, []))
+                    self._stop(ts, record.model_copy(update={"final": False}), old, self._chunks(CUT_OFF, []))
                 except SlackApiError as error:
                     if error.response.get("error") not in CLOSED:
                         raise
@@ -260,6 +268,11 @@ class StepStreams:
     def _forget(self, record: LiveStep) -> bool:
         live.forget(self.store, record.turn_id, record.step)
         return True
+
+    def _chunks(self, shown: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`shown` is neutralised already (in its place in the whole text); the tasks' words here."""
+        text = [{"type": "markdown_text", "text": shown}] if shown else []
+        return text + [self.poster.rules.arguments(task) for task in tasks]
 
 
 def answered_turn_note(turn_id: str) -> str:
@@ -293,8 +306,11 @@ def _changed_tasks(record: LiveStep, shown: dict[str, str]) -> list[dict[str, An
     ]
 
 
-def _chunks(text: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return ([{"type": "markdown_text", "text": text}] if text else []) + tasks
+def _ready(record: LiveStep, sent: int, most: int) -> int:
+    """Where the next piece after `sent` ends: at most `most` characters, within what a stream
+    shows, and, while the model still writes, short of a mention its next characters decide."""
+    end = min(len(record.text), STREAM_CHARS, sent + most)
+    return end if record.done else max(sent, settled(record.text, end, sent))
 
 
 def _unmarked(message: dict[str, Any]) -> bool:

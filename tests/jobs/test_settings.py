@@ -19,7 +19,14 @@ def test_require_names_every_missing_setting_in_one_line():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("PORT", "0"), ("LLM_CONTEXT_WINDOW", "-5"), ("SLACK_COMMAND", "agent"), ("REDIS_URL", "x")],
+    [
+        ("PORT", "0"),
+        ("LLM_CONTEXT_WINDOW", "-5"),
+        ("SLACK_COMMAND", "agent"),
+        ("REDIS_URL", "x"),
+        ("SLACK_BROADCAST_CHANNELS", "C1,#general"),  # a name is not an id: it would match nothing
+        ("SLACK_UNFURL", "sometimes"),
+    ],
 )
 def test_invalid_values_name_the_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
@@ -135,3 +142,12 @@ def test_an_extra_body_that_is_not_json_or_rewrites_the_conversation_stops_the_s
 def test_an_extra_body_reaches_the_model_request(monkeypatch):
     monkeypatch.setenv("LLM_EXTRA_BODY", '{"thinking": {"type": "enabled"}, "reasoning_effort": "max"}')
     assert Settings.load().LLM_EXTRA_BODY == {"thinking": {"type": "enabled"}, "reasoning_effort": "max"}
+
+
+def test_the_agents_broadcasts_and_unfurls_are_off_unless_set(monkeypatch):
+    settings = Settings.load()
+    assert settings.broadcast_channels == frozenset() and settings.SLACK_UNFURL is False
+    monkeypatch.setenv("SLACK_BROADCAST_CHANNELS", "C0123ABC, G9 ,")
+    monkeypatch.setenv("SLACK_UNFURL", "true")
+    settings = Settings.load()
+    assert settings.broadcast_channels == {"C0123ABC", "G9"} and settings.SLACK_UNFURL is True

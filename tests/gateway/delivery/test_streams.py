@@ -261,3 +261,32 @@ def test_a_lost_answer_to_the_stop_carrying_the_last_piece_ends_in_one_complete_
     [message] = thread(slack, store)
     assert shown(message).startswith(ANSWER) and shown(message).count("the answer") == 1
     assert not message["streaming"] and len(slack.calls("chat.postMessage")) == 0
+
+
+def test_a_mention_the_pieces_cut_in_two_reaches_slack_broken_and_so_do_the_tasks(store, slack):
+    """The deliverer appends what the model has written so far, wherever it has got to: a
+    `<!chan` now and `nel>` later must not join into a ping in the streamed message."""
+    words = "Telling <!channel|all> and @here now."
+    publish(store, words[:13], tasks=[LiveTask(id="c1", title="<!here>", details="note: @everyone")])
+    deliver(store, slack)
+    for cut in (20, 28, 30, 32):
+        publish(store, words[:cut], tasks=[LiveTask(id="c1", title="<!here>", details="note: @everyone")])
+        allow_next_append(store)
+        deliver(store, slack)
+    publish(store, words, done=True, final=True)
+    allow_next_append(store)
+    deliver(store, slack)
+
+    [message] = thread(slack, store)
+    assert not message["streaming"] and message["text"] == "Telling <\u200b!channel|all> and @\u200bhere now."
+    assert [(t["title"], t["details"]) for t in message["tasks"]] == [
+        ("<\u200b!here>", "note: @\u200beveryone")
+    ]
+    pieces = [
+        chunk["text"]
+        for call in slack.calls()
+        if call.method in ("chat.startStream", "chat.appendStream", "chat.stopStream")
+        for chunk in call.args.get("chunks") or []
+        if chunk["type"] == "markdown_text"
+    ]
+    assert len(pieces) >= 3 and "".join(pieces) == message["text"]
