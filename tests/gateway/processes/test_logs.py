@@ -92,7 +92,9 @@ def test_an_unknown_log_format_is_a_settings_error() -> None:
 def test_a_text_line_escapes_control_characters_in_every_value_it_carries(captured: io.StringIO) -> None:
     """A shared file's name is the sharer's: a newline in it must not forge a line of its own."""
     configured(captured, LOG_FORMAT="text")
-    forged = "a.txt\n2026-12-05 06:16:27,085 ERROR jobs.turn.runner: forged\r\x1b[2J\x00\x7f\x85\u2028\u2029end"
+    forged = (
+        "a.txt\n2026-12-05 06:16:27,085 ERROR jobs.turn.runner: forged\r\x1b[2J\x00\x7f\x85\u2028\u2029end"
+    )
     with log_context.bound(team="T1", thread="T1:C1:1.0"):
         logging.getLogger("jobs.turn.uploads").info("shared file %s (%s) refused: %s", "F1", forged, "no")
         try:
@@ -106,5 +108,6 @@ def test_a_text_line_escapes_control_characters_in_every_value_it_carries(captur
     )
     assert second.endswith("ERROR jobs.turn.uploads: failed on x\\ny team=T1 thread=T1:C1:1.0")
     # A traceback keeps its lines, each indented: none can pass for a record of its own.
-    assert traceback[0] == "  Traceback (most recent call last):" and traceback[-2:] == ["  ValueError: bad", "  name"]
+    assert traceback[0] == "  Traceback (most recent call last):"
+    assert traceback[-2:] == ["  ValueError: bad", "  name"]
     assert all(line.startswith("  ") for line in traceback)
