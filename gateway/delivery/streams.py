@@ -15,7 +15,8 @@ appended (`:sent`), the task statuses shown (`:tasks`), an append in flight (`:a
 completion (`:done`), each written with the call's outcome in one step. An append whose
 answer was lost, or a stream Slack closed (`message_not_in_streaming_state`), is never
 appended to again: once the step is done its message is stopped and edited to the whole text,
-so a crash or a retry neither repeats nor loses text. A stream shows at most `STREAM_CHARS`;
+so a crash or a retry neither repeats nor loses text. A stream shows at most `STREAM_CHARS`
+(counted as Slack gets them, broken mentions included);
 the rest of a longer step follows as answer messages. When Slack refuses streaming in the
 channel, the session falls back to the card and one answer post (`REFUSED_NOTE`).
 
@@ -147,7 +148,7 @@ class StepStreams:
         known = self.poster.known(
             base, lambda m: bool(start) and _unmarked(m) and m.get("text", "").startswith(start)
         )
-        end = _ready(record, 0, CALL_CHARS)
+        end = self._ready(record, 0)
         if known or not (end or record.tasks):
             return known
         text = self.poster.rules.between(record.text, 0, end)
@@ -176,7 +177,7 @@ class StepStreams:
     def _finish(self, base: str, ts: str, record: LiveStep) -> None:
         """Append what one call cannot carry, then stop the stream with the rest of it."""
         unsent = self._unsent(base, record)
-        while unsent[0] + len(unsent[1]) < min(len(record.text), STREAM_CHARS):
+        while unsent[0] + len(unsent[1]) < self._shown_chars(record):
             self._send(base, ts, record, unsent, last=False)
             unsent = self._unsent(base, record)
         self._send(base, ts, record, unsent, last=True)
@@ -184,7 +185,7 @@ class StepStreams:
     def _unsent(self, base: str, record: LiveStep) -> Unsent:
         """Characters shown so far, the next piece of text (one call's worth), the tasks changed."""
         sent = int(self.ledger.note(f"{base}:sent") or 0)
-        piece = record.text[sent : _ready(record, sent, CALL_CHARS)]
+        piece = record.text[sent : self._ready(record, sent)]
         return sent, piece, _changed_tasks(record, json.loads(self.ledger.note(f"{base}:tasks") or "{}"))
 
     def _send(self, base: str, ts: str, record: LiveStep, unsent: Unsent, *, last: bool) -> None:
@@ -222,7 +223,7 @@ class StepStreams:
         except SlackApiError as error:
             if error.response.get("error") not in CLOSED:
                 raise
-        shown = record.text[:STREAM_CHARS]
+        shown = record.text[: self._shown_chars(record)]
         if shown:
             self.poster.update(ts, _answer_message(self.key, record, shown))
         self.ledger.set_note(f"{base}:sent", str(len(shown)))
@@ -269,6 +270,19 @@ class StepStreams:
         live.forget(self.store, record.turn_id, record.step)
         return True
 
+    def _ready(self, record: LiveStep, sent: int) -> int:
+        """Where the next piece after `sent` ends: one call's worth, within what the stream
+        shows, and, while the model still writes, short of a mention its next characters decide."""
+        end = min(self._shown_chars(record), sent + CALL_CHARS)
+        return end if record.done else max(sent, settled(record.text, end, sent))
+
+    def _shown_chars(self, record: LiveStep) -> int:
+        """How much of the step's text the stream shows: STREAM_CHARS once broken mentions
+        (a character longer each) are counted, so the message fits Slack's limit."""
+        most = min(len(record.text), STREAM_CHARS)
+        over = len(self.poster.rules.between(record.text, 0, most)) - STREAM_CHARS
+        return most - over if over > 0 else most
+
     def _chunks(self, shown: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """`shown` is neutralised already (in its place in the whole text); the tasks' words here."""
         text = [{"type": "markdown_text", "text": shown}] if shown else []
@@ -304,13 +318,6 @@ def _changed_tasks(record: LiveStep, shown: dict[str, str]) -> list[dict[str, An
         for t in record.tasks
         if shown.get(t.id) != t.status
     ]
-
-
-def _ready(record: LiveStep, sent: int, most: int) -> int:
-    """Where the next piece after `sent` ends: at most `most` characters, within what a stream
-    shows, and, while the model still writes, short of a mention its next characters decide."""
-    end = min(len(record.text), STREAM_CHARS, sent + most)
-    return end if record.done else max(sent, settled(record.text, end, sent))
 
 
 def _unmarked(message: dict[str, Any]) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 from gateway.delivery.job import Delivery
 from gateway.delivery.streams import STREAM_CHARS, answered_turn_note
+from gateway.render.mentions import BREAK
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 from gateway.slack_client import web_client
@@ -290,3 +291,20 @@ def test_a_mention_the_pieces_cut_in_two_reaches_slack_broken_and_so_do_the_task
         if chunk["type"] == "markdown_text"
     ]
     assert len(pieces) >= 3 and "".join(pieces) == message["text"]
+
+
+def test_a_stream_full_of_broken_mentions_stays_within_what_slack_shows(store, slack):
+    """Each break is a character more: a step of STREAM_CHARS full of them still fits one
+    message when Slack closed the stream and it is completed by an edit (a markdown block)."""
+    long = "@here " * (STREAM_CHARS // 6 + 200)
+    publish(store, long[:100])
+    deliver(store, slack)
+    assert slack.close_streams() == 1
+    publish(store, long, done=True, final=True)
+    allow_next_append(store)
+    deliver(store, slack)
+
+    stream, *rest = thread(slack, store)
+    assert stream.get("edited") == 1 and len(shown(stream)) <= STREAM_CHARS and rest
+    assert all("@here" not in shown(message) for message in (stream, *rest))
+    assert "".join(shown(m) for m in (stream, *rest)).replace(BREAK, "").split() == long.split()
