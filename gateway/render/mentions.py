@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.render.text import SECTION_LIMIT
+
 BREAK = "\u200b"  # zero-width space: invisible, and no Slack command or word survives it
 # The mark (`<` or `@`) that would start a broadcast; the break goes right after it.
 _BROADCAST = re.compile(r"<(?=!(?:channel|here|everyone|group|subteam\^))|@(?=channel|here|everyone)", re.I)
@@ -83,10 +85,15 @@ def _shown_texts(value: Any) -> Any:
         return [_shown_texts(item) for item in value]
     if not isinstance(value, dict):
         return value
-    return {
+    shown = {
         name: neutralise(item) if isinstance(item, str) and name in _TEXT_FIELDS else _shown_texts(item)
         for name, item in value.items()
     }
+    if value.get("type") in _TEXT_OBJECTS and isinstance(shown.get("text"), str):
+        # A break is a character more: a section written up to Slack's limit stays within it.
+        shown["text"] = shown["text"][:SECTION_LIMIT]
+    return shown
 
 
 _TEXT_FIELDS = frozenset({"text", "markdown_text", "title", "details", "output", "fallback", "alt_text"})
+_TEXT_OBJECTS = frozenset({"mrkdwn", "plain_text"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.render.mentions import BREAK, LOOKAHEAD, PostingRules, neutralise, neutralised_between, settled
+from gateway.render.text import SECTION_LIMIT, section
 
 
 @pytest.mark.parametrize(
@@ -76,3 +77,10 @@ def test_rules_break_every_text_of_a_message_unless_the_channel_allows_broadcast
     assert sent["blocks"][2]["elements"][0]["value"] == "<!here>"  # a button's value is data, not shown
     assert PostingRules(broadcasts=True).arguments(arguments) == arguments
     assert PostingRules().arguments({"markdown_text": "@here"}) == {"markdown_text": f"@{BREAK}here"}
+
+
+def test_a_section_written_up_to_slacks_limit_stays_within_it_once_broken() -> None:
+    full = section("@here " * (SECTION_LIMIT // 6))
+    sent = PostingRules().arguments({"blocks": [full]})["blocks"][0]
+    assert len(full["text"]["text"]) == SECTION_LIMIT and len(sent["text"]["text"]) == SECTION_LIMIT
+    assert sent["text"]["text"].startswith(f"@{BREAK}here @{BREAK}here")
