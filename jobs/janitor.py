@@ -19,8 +19,6 @@ import time
 from typing import Literal
 
 from redis import Redis
-from rq.command import send_stop_job_command
-from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from agent.loop.turn_loop import ABANDONED
 from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
@@ -36,9 +34,10 @@ from jobs.keys import (
     unknown_result_notice_key,
 )
 from jobs.log_context import bound, session_fields
-from jobs.queues import SERIALIZER, clear_turn_flag, schedule_delivery, schedule_turn, turn_job_waiting
+from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn, turn_job_waiting
 from jobs.redis_text import text
 from jobs.session.history import load_fold
+from jobs.session.lease import revoke
 from jobs.session.notices import CancelledNotice, InfoNotice, ProgressNotice, UnknownResultNotice
 from jobs.session.reactions import mark_ended
 from jobs.session.state import PARKED_STATES, set_state, state_of
@@ -48,7 +47,7 @@ from jobs.turn.summaries import short_arguments
 log = logging.getLogger(__name__)
 
 JANITOR_EVERY_S = 10  # with the 20 s lease, a dead worker is noticed within 30 s
-CANCEL_BACKSTOP_S = 15  # a turn still running this long after a cancel is stopped through RQ
+CANCEL_BACKSTOP_S = 15  # a turn still running this long after a cancel loses its lease
 INTERRUPTED_TEXT = (
     "The worker running this turn stopped unexpectedly. Nothing was re-run; "
     "`!resume` continues with the unknown results marked as such."
@@ -71,8 +70,7 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
 
 def _sweep_running(store: SessionStore, member: bytes | str) -> bool:
     """A session that took a lease: True when its turn's worker died mid-turn and it was marked."""
-    if store.redis.exists(store.lease_key):
-        _stop_if_ignoring_cancel(store)
+    if store.redis.exists(store.lease_key) and not _revoked_for_an_ignored_cancel(store):
         return False
     store.redis.srem(RUNNING_SESSIONS, member)
     running = state_of(store) == "running"
@@ -164,16 +162,22 @@ def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
     store.post_notice(ProgressNotice(turn_id=turn_id, card=final))
 
 
-def _stop_if_ignoring_cancel(store: SessionStore) -> None:
+def _revoked_for_an_ignored_cancel(store: SessionStore) -> bool:
+    """A turn still holding its lease CANCEL_BACKSTOP_S after a cancel is not hearing it (its
+    loop is stuck): take its lease, so it writes nothing more once it wakes, and end the session
+    here, as cancelled. No RQ command: a thread-based worker ignores RQ's stop-job."""
     meta = store.meta.read()
     asked_at = meta.cancel_at or 0
-    if not cancel_requested_by(store.redis, store.key) or not asked_at:
-        return
-    if now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000 or not meta.job:
-        return
-    try:
-        send_stop_job_command(store.redis, meta.job, serializer=SERIALIZER)
-        log.warning("turn job %s of %s ignored a cancel; stopped it through RQ", meta.job, store.key)
-    except (InvalidJobOperation, NoSuchJobError):
-        pass
+    if not asked_at or now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000:
+        return False
+    holder = store.redis.get(store.lease_key)
+    if not cancel_requested_by(store.redis, store.key) or holder is None or not revoke(store, text(holder)):
+        return False
     store.meta.clear_cancel_asked()
+    log.warning(
+        "session %s: its turn (job %s) did not stop %d s after a cancel; took its lease",
+        store.key,
+        meta.job,
+        CANCEL_BACKSTOP_S,
+    )
+    return True

@@ -6,13 +6,14 @@ from redis.exceptions import ResponseError
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
-from jobs.janitor import mark_interrupted, sweep
+from jobs.janitor import CANCEL_BACKSTOP_S, mark_interrupted, sweep
 from jobs.keys import RUNNING_SESSIONS, SessionKey, turn_queued_key, working_sessions_key
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
 from jobs.queues import TURNS_QUEUE, queue
 from jobs.quotas import Quota
+from jobs.session.lease import Lease
 from jobs.session.state import latest_session, set_state
-from jobs.session.store import SessionStore
+from jobs.session.store import SessionStore, now_ms
 from jobs.session.user_input import UserInput
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500")
@@ -162,3 +163,32 @@ def test_the_janitors_lines_about_a_session_name_its_thread_turn_and_job(redis):
         "turn": "t1",
         "job": "turn-abc",
     }
+
+
+def _a_running_turn_that_ignores_its_cancel(redis, asked_s_ago: float) -> Lease:
+    """A turn holding its lease (renewed, as its heartbeat thread does while the turn's loop is
+    stuck) that was asked to stop `asked_s_ago`."""
+    store = SessionStore(redis, KEY)
+    submit(redis)
+    set_state(store, "running", turn_id="t1", job="turn-abc")
+    lease = Lease.acquire(store, owner="worker-1")
+    assert lease is not None
+    assert cancel(redis, KEY, by="U9").ok
+    store.meta.note_cancel_asked(now_ms() - int(asked_s_ago * 1000))
+    return lease
+
+
+def test_a_turn_ignoring_a_cancel_past_the_backstop_loses_its_lease_and_the_session_ends_cancelled(redis):
+    lease = _a_running_turn_that_ignores_its_cancel(redis, CANCEL_BACKSTOP_S + 1)
+    assert sweep(redis) == [KEY]
+    assert not lease.renew() and lease.in_doubt()  # the stuck turn writes nothing more
+    store = SessionStore(redis, KEY)
+    assert store.meta.read().state == "cancelled"
+    assert [n.text for _, n in store.notices() if n.kind == "cancelled"] == ["Stopped by <@U9>."]
+
+
+def test_a_cancel_younger_than_the_backstop_is_left_to_the_turn(redis):
+    lease = _a_running_turn_that_ignores_its_cancel(redis, CANCEL_BACKSTOP_S - 5)
+    assert sweep(redis) == []
+    assert lease.renew()
+    assert SessionStore(redis, KEY).meta.read().state == "running"
