@@ -1,0 +1,122 @@
+"""RQ is used through its public API (issue 30, docs/turn-worker.md 2.9 and 2.11).
+
+Two things fail this test: a private name of RQ's (an attribute or method starting with `_` that
+RQ defines and we do not) read, written or overridden anywhere in our code, and an `rq:` key
+written by hand in our Python or Lua. Today's uses are listed in `ALLOWED`, each a step of
+docs/turn-worker.md still to take; the list may only shrink: an entry no longer found fails too,
+so whoever removes a use removes its entry. The pin's upper bound is checked against the RQ the
+suite runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import rq
+from packaging.specifiers import SpecifierSet
+
+ROOT = Path(__file__).resolve().parent.parent
+SCANNED = ["agent", "jobs", "gateway", "bench", "tests"]
+RQ_KEY = re.compile(r"""["']rq:""")
+
+# (file, private name or "rq:"): how many uses today. Each goes with a step of turn-worker.md.
+ALLOWED: Counter[tuple[str, str]] = Counter(
+    {
+        # step 10: the adapter's request_stop and dequeue override leave no private state to read
+        ("gateway/processes/worker.py", "_shutdown_requested_date"): 1,
+        ("gateway/processes/rq_workers.py", "_stop_requested"): 4,
+        ("gateway/processes/rq_workers.py", "_shutdown"): 3,
+        # step 3: queue lengths and heads through Queue.count / get_job_ids / Job.fetch
+        ("jobs/metrics_export.py", "rq:"): 3,
+        ("bench/concurrency.py", "rq:"): 1,
+        ("tests/jobs/test_control.py", "rq:"): 2,
+        ("tests/jobs/test_input.py", "rq:"): 2,
+        ("tests/e2e/test_approval_expiry.py", "rq:"): 1,
+        ("tests/e2e/test_turns.py", "rq:"): 1,
+        ("tests/e2e/test_inbound.py", "rq:"): 1,
+        ("tests/e2e/test_bad_input.py", "rq:"): 2,
+        ("tests/e2e/test_channel_members.py", "rq:"): 1,
+        ("tests/e2e/test_web_contract.py", "rq:"): 1,
+        ("tests/e2e/test_quotas.py", "rq:"): 3,
+        ("tests/e2e/test_outsiders.py", "rq:"): 1,
+        ("tests/e2e/test_worker_process.py", "rq:"): 1,
+    }
+)
+# Not caught here, and step 4's to remove: jobs/input.lua writes RQ's job hash, with the keys
+# jobs/queues.py takes from RQ's own classes.
+
+
+def _python_files() -> list[Path]:
+    return sorted(path for folder in SCANNED for path in (ROOT / folder).rglob("*.py"))
+
+
+def _private_names_defined(tree: ast.AST) -> set[str]:
+    """`_x` (not dunder) defined as a method, or assigned as `self._x`, in a module."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def _rq_private_names() -> set[str]:
+    source = Path(rq.__file__).parent
+    return set().union(
+        *(_private_names_defined(ast.parse(path.read_text())) for path in source.rglob("*.py"))
+    )
+
+
+def _uses(path: Path, private: set[str]) -> Counter[str]:
+    """The RQ-private names `path` touches: attribute access, a method override, an annotation."""
+    tree = ast.parse(path.read_text())
+    found: Counter[str] = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in private:
+            found[node.attr] += 1
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in private:
+            found[node.name] += 1
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id in private
+        ):
+            found[node.target.id] += 1
+    return found
+
+
+def test_rq_is_used_through_its_public_names_and_no_key_is_written_by_hand():
+    files = _python_files()
+    ours = set().union(*(_private_names_defined(ast.parse(path.read_text())) for path in files))
+    rq_only = _rq_private_names() - ours  # a name both define is ours where we use it
+    rq_only |= {"_shutdown", "_stop_requested", "_shutdown_requested_date"}  # ours only as overrides of RQ's
+    found: Counter[tuple[str, str]] = Counter()
+    for path in files:
+        relative = path.relative_to(ROOT).as_posix()
+        if relative == "tests/test_rq_surface.py":
+            continue
+        for name, count in _uses(path, rq_only).items():
+            found[(relative, name)] += count
+    for path in [*files, *(ROOT / "jobs").rglob("*.lua")]:
+        relative = path.relative_to(ROOT).as_posix()
+        if relative != "tests/test_rq_surface.py" and (count := len(RQ_KEY.findall(path.read_text()))):
+            found[(relative, "rq:")] += count
+    assert found == ALLOWED, (
+        "RQ's private names and hand-written rq: keys changed; new: "
+        f"{dict(found - ALLOWED)}, gone (remove them from ALLOWED): {dict(ALLOWED - found)}"
+    )
+
+
+def test_the_pin_admits_the_rq_the_suite_runs_and_no_later_minor_release():
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    [pin] = [SpecifierSet(spec[2:]) for spec in dependencies if re.match(r"rq\s*[<>=~!]", spec)]
+    major, minor = (int(part) for part in rq.__version__.split(".")[:2])
+    assert rq.__version__ in pin
+    assert f"{major}.{minor + 1}.0" not in pin, f"rq {pin} admits a minor release the suite never ran"
