@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from redis import Redis
+from rq import Worker
 
 from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools.sandbox import descendants
@@ -123,7 +124,7 @@ def main() -> None:
             "worker", [THREADLINE, "worker", "--turn-concurrency", str(args.turn_concurrency)]
         )
         try:
-            wait_until(lambda: redis.scard("rq:workers") == 2, 60, "the delivery and turn workers")
+            wait_until(lambda: Worker.count(connection=redis) == 2, 60, "the delivery and turn workers")
             time.sleep(2)  # the workers' imports and first Redis calls are done
             idle_rss = rss_bytes(worker.pid)
             roots = [

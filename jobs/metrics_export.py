@@ -11,17 +11,17 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from redis import Redis
 from redis.exceptions import RedisError
+from rq.job import Job
 
 from jobs import metrics
-from jobs.queues import SLACK_QUEUE, TURNS_QUEUE
-from jobs.redis_text import text
+from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 
 log = logging.getLogger(__name__)
 
@@ -55,30 +55,23 @@ class QueueCollector(Collector):
         yield age
 
     def _read(self) -> list[tuple[int, float]]:
-        pipe = self.redis.pipeline(transaction=False)
-        for name in self.queues:
-            pipe.llen(f"rq:queue:{name}")
-            pipe.lindex(f"rq:queue:{name}", 0)  # RQ pushes on the right and pops on the left
-        answers = pipe.execute()
-        heads = [text(head) if head else None for head in answers[1::2]]
-        pipe = self.redis.pipeline(transaction=False)
-        for head in heads:
-            if head:
-                pipe.hget(f"rq:job:{head}", "enqueued_at")
-            else:
-                pipe.echo("")  # keeps the answers in step with the queues
-        enqueued = pipe.execute()
+        """Each queue's length and the age of its head job, through RQ's own API."""
+        queues = [queue(self.redis, name) for name in self.queues]
+        heads = [next(iter(each.get_job_ids(0, 1)), None) for each in queues]
+        enqueued = iter(Job.fetch_many([head for head in heads if head], self.redis, serializer=SERIALIZER))
         now = time.time()
-        return [(int(length), _age(when, now)) for length, when in zip(answers[::2], enqueued, strict=True)]
+        figures = []
+        for each, head in zip(queues, heads, strict=True):
+            job = next(enqueued) if head else None
+            figures.append((each.count, _age(job.enqueued_at if job else None, now)))
+        return figures
 
 
-def _age(enqueued_at: bytes | None, now: float) -> float:
-    if not enqueued_at:
+def _age(enqueued_at: datetime | None, now: float) -> float:
+    if enqueued_at is None:
         return 0.0
-    try:
-        return max(0.0, now - datetime.fromisoformat(text(enqueued_at)).timestamp())  # RQ: UTC, with Z
-    except ValueError:
-        return 0.0
+    when = enqueued_at if enqueued_at.tzinfo else enqueued_at.replace(tzinfo=UTC)  # RQ's are UTC
+    return max(0.0, now - when.timestamp())
 
 
 def multiprocess_mode() -> bool:

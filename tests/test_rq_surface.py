@@ -30,20 +30,6 @@ ALLOWED: Counter[tuple[str, str]] = Counter(
         ("gateway/processes/worker.py", "_shutdown_requested_date"): 1,
         ("gateway/processes/rq_workers.py", "_stop_requested"): 4,
         ("gateway/processes/rq_workers.py", "_shutdown"): 3,
-        # step 3: queue lengths and heads through Queue.count / get_job_ids / Job.fetch
-        ("jobs/metrics_export.py", "rq:"): 3,
-        ("bench/concurrency.py", "rq:"): 1,
-        ("tests/jobs/test_control.py", "rq:"): 2,
-        ("tests/jobs/test_input.py", "rq:"): 2,
-        ("tests/e2e/test_approval_expiry.py", "rq:"): 1,
-        ("tests/e2e/test_turns.py", "rq:"): 1,
-        ("tests/e2e/test_inbound.py", "rq:"): 1,
-        ("tests/e2e/test_bad_input.py", "rq:"): 2,
-        ("tests/e2e/test_channel_members.py", "rq:"): 1,
-        ("tests/e2e/test_web_contract.py", "rq:"): 1,
-        ("tests/e2e/test_quotas.py", "rq:"): 3,
-        ("tests/e2e/test_outsiders.py", "rq:"): 1,
-        ("tests/e2e/test_worker_process.py", "rq:"): 1,
     }
 )
 # Not caught here, and step 4's to remove: jobs/input.lua writes RQ's job hash, with the keys

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.testing import calls, text
 from tests.e2e.test_live_turns import card_with, click, start, state, tool_results
 from tests.polling import wait_for
+from tests.rq_state import scheduled
 from tests.sandboxing import workspace_of
 from tests.thread_view import buttons, shown, thread_texts
 
@@ -52,7 +53,7 @@ def test_a_call_approved_in_time_is_not_expired_later(make_stack, fake_slack, fa
     assert click(stack, fake_slack, card, "Approve") == "Approved `shell`."
     wait_for(lambda: "done" in thread_texts(fake_slack, "C111", key.thread_ts), what="the answer")
     # The expiry job still comes due; it must find nothing to deny.
-    wait_for(lambda: not redis.zcard("rq:scheduled:turns"), timeout=10, what="the expiry job to come due")
+    wait_for(lambda: not scheduled(redis), timeout=10, what="the expiry job to come due")
     wait_for(lambda: state(redis, key) == "idle", what="the turn to end")
     assert (workspace_of(tmp_path, key) / "ran").read_text() == "yes\n"
     assert not any("Nobody approved" in t for t in thread_texts(fake_slack, "C111", key.thread_ts))

@@ -8,6 +8,7 @@ import pytest
 
 from gateway.sandbox.signing import signed_headers
 from gateway.sandbox.stack import SIGNING_SECRET, Stack
+from tests.rq_state import waiting, waiting_deliveries
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
@@ -161,7 +162,7 @@ def post(stack: Stack, body: bytes, content_type: str, *, sign: bool = True):
 def recorded(redis) -> tuple[list[bytes], int, int]:
     """Sessions, dedupe keys and queued jobs: what a request could have written (not the janitor's)."""
     keys = redis.keys("tl:{*") + redis.keys("tl:dedupe:*") + redis.keys("tl:recent:*")
-    return sorted(keys), redis.llen("rq:queue:turns"), redis.llen("rq:queue:slack")
+    return sorted(keys), waiting(redis), waiting_deliveries(redis)
 
 
 @pytest.mark.parametrize("name", list(CASES))

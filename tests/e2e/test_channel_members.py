@@ -17,6 +17,7 @@ from jobs.session.store import SessionStore
 from tests.e2e.sessions import link, open_session, post, put_in_state
 from tests.e2e.test_buttons import click, delivered
 from tests.e2e.test_skill_commands import add_skills, run
+from tests.rq_state import waiting
 
 PRIVATE = "C0PRIV"
 NOT_A_MEMBER = "you are not in"  # part of the refusal
@@ -45,7 +46,7 @@ def test_a_non_members_commands_on_a_private_thread_are_refused_and_change_nothi
         assert NOT_A_MEMBER in answer, words
         assert "W222" not in answer and "idle" not in answer and "release" not in answer, words
     assert snapshot(redis, key) == before
-    assert len(fake_llm.requests) == 1 and redis.llen("rq:queue:turns") == 0
+    assert len(fake_llm.requests) == 1 and waiting(redis) == 0
 
     nowhere = link(fake_slack, SessionKey(team="T111", channel=PRIVATE, thread_ts="1700000000.000100"))
     assert NOT_A_MEMBER in run(stack, fake_slack, f"status {nowhere}", user="W333")  # no session: same answer

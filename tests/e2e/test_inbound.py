@@ -14,6 +14,7 @@ from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore
 from tests.polling import wait_for
+from tests.rq_state import waiting
 from tests.slack_events import mention, message, sample_event
 from tests.thread_view import bot_messages, ephemerals, thread_texts
 
@@ -75,7 +76,7 @@ def test_replies_in_threads_without_a_session_and_top_level_chatter_are_ignored(
     assert stack.send_event(message("sure", ts=answer["ts"], thread_ts=plain["ts"])).status_code == 200
     held = SessionKey(team="T111", channel="C111", thread_ts=plain["ts"]).redis_key("early")
     assert redis.keys("tl:{*") == [held.encode()]  # the reply waits for a mention (test_early_replies)
-    assert redis.llen("rq:queue:turns") == 0
+    assert waiting(redis) == 0
 
 
 def test_a_reply_addressed_to_another_person_is_not_for_the_agent(stack, fake_slack, fake_llm, redis):

@@ -18,6 +18,7 @@ from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
 from tests.e2e.sessions import link, open_session, put_in_state, slash_command
 from tests.polling import wait_for
+from tests.rq_state import waiting
 from tests.slack_events import mention, message
 from tests.thread_view import bot_messages, ephemerals
 
@@ -47,7 +48,7 @@ def mention_by(stack: Stack, fake_slack: FakeSlack, extra: dict[str, Any], *, te
 
 def nothing_recorded(redis: Redis, fake_llm: FakeLLM) -> bool:
     sessions = redis.keys("tl:{*") + redis.keys("tl:recent:*")
-    return not sessions and redis.llen("rq:queue:turns") == 0 and not fake_llm.requests
+    return not sessions and waiting(redis) == 0 and not fake_llm.requests
 
 
 WHO = ["external (user_team)", "shared channel's foreign member", "guest", "single-channel guest"]

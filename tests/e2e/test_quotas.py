@@ -24,6 +24,7 @@ from tests.e2e.test_live_turns import card_with, click, state
 from tests.e2e.test_skill_commands import add_skills, say
 from tests.e2e.turns import Session
 from tests.polling import wait_for
+from tests.rq_state import waiting
 from tests.slack_events import block_action, command, mention, message
 from tests.thread_view import bot_messages, ephemerals, responses
 
@@ -46,7 +47,7 @@ def answered(fake_slack: FakeSlack, key: SessionKey) -> None:
 
 def nothing_recorded(redis: Redis, key: SessionKey) -> bool:
     """No key of the session, and no turn queued (every earlier turn has been answered)."""
-    return not redis.keys(f"tl:{{{key}}}*") and redis.llen("rq:queue:turns") == 0
+    return not redis.keys(f"tl:{{{key}}}*") and waiting(redis) == 0
 
 
 def window_passes(redis: Redis, pattern: str) -> None:
@@ -96,7 +97,7 @@ def test_bot_turns_per_thread_per_hour_break_a_loop(make_stack, fake_slack, fake
     assert stack.send_event(_bot_reply(root, fake_slack.next_ts(), "B999")).status_code == 200
     bot_said = [said for said in user_texts(redis, key) if said.startswith("<@B999>")]
     assert len(bot_said) == 2 and len(fake_llm.requests) == requests
-    assert redis.llen("rq:queue:turns") == 0 and not ephemerals(fake_slack)
+    assert waiting(redis) == 0 and not ephemerals(fake_slack)
 
     window_passes(redis, "tl:quota:T111:bot:*")
     assert stack.send_event(_bot_reply(root, fake_slack.next_ts(), "B999")).status_code == 200
@@ -148,7 +149,7 @@ def test_a_resume_is_a_session_working_and_counts_against_the_person(make_stack,
     assert ephemerals(fake_slack, "W222")[-1]["text"].startswith(
         "Not resumed: you already have 2 sessions working"
     )
-    assert state(redis, stopped) == "cancelled" and redis.llen("rq:queue:turns") == 0
+    assert state(redis, stopped) == "cancelled" and waiting(redis) == 0
     assert len(fake_llm.requests) == 3
 
     assert click(stack, fake_slack, card_with(fake_slack, first, "Deny"), "Deny") == "Denied `shell`."

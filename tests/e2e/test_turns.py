@@ -19,6 +19,7 @@ from jobs.queues import clear_turn_flag
 from tests.e2e.agents import content_text
 from tests.e2e.turns import CHANNEL, Session
 from tests.polling import wait_for
+from tests.rq_state import take_a_turn_job
 from tests.sandboxing import host_pids, sleep_marker, workspace_of
 from tests.thread_view import thread_texts
 from tests.unattended import UNATTENDED
@@ -263,7 +264,7 @@ def test_a_turn_whose_worker_died_before_taking_the_lease_is_run_again(
     stack = make_stack(workers=0, LEASE_TTL_SECONDS="3", JANITOR_INTERVAL_SECONDS="1")
     fake_llm.script(text("answered after all"))
     session = Session(redis, fake_slack, "are you there?")
-    assert redis.lpop("rq:queue:turns") is not None  # what the dying worker took with it
+    assert take_a_turn_job(redis) is not None  # what the dying worker took with it
     if died == "after clearing the queued flag":
         clear_turn_flag(redis, session.key)
     stack.spawn("worker0", [THREADLINE, "worker"])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gateway.sandbox.stack import THREADLINE, Stack, free_port
 from tests.polling import wait_for
+from tests.rq_state import waiting
 from tests.slack_events import mention, sample_event
 
 
@@ -21,7 +22,7 @@ def test_url_verification_is_answered_with_the_challenge(stack: Stack):
 
 def session_state(redis) -> tuple[list[bytes], int]:
     """Everything a request could have written: session keys and queued jobs (not RQ's own heartbeats)."""
-    return sorted(redis.keys("tl:*")), redis.llen("rq:queue:turns")
+    return sorted(redis.keys("tl:*")), waiting(redis)
 
 
 def test_bad_signature_is_refused_and_changes_nothing(stack: Stack, redis):

@@ -12,6 +12,7 @@ from redis import Redis
 from agent.tools.sandbox import descendants
 from gateway.sandbox.stack import THREADLINE, Stack
 from tests.polling import wait_for
+from tests.rq_state import workers
 
 
 def _alive(pid: int) -> bool:
@@ -39,7 +40,7 @@ def test_the_workers_run_below_web_priority_and_die_with_their_supervisor(
     supervisor = stack.spawn("worker", [THREADLINE, "worker", "--turn-workers", "2"])
     below: list[int] = []
     try:
-        wait_for(lambda: redis.scard("rq:workers") == 3, what="a delivery and two turn workers")
+        wait_for(lambda: workers(redis) == 3, what="a delivery and two turn workers")
         below += descendants(supervisor.pid)
         assert len(below) >= 3
         assert {_niceness(pid) for pid in below} == {10}  # WORKER_NICENESS: web goes first

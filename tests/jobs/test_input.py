@@ -167,14 +167,14 @@ def test_input_while_a_turn_runs_goes_to_the_inbox_without_a_job(redis: Redis) -
 
 def test_a_queue_refusing_the_job_keeps_the_input_and_no_claim(redis: Redis) -> None:
     set_state(SessionStore(redis, KEY), "cancelled")
-    redis.set("rq:queue:turns", "not a list")
+    redis.set(queue(redis, TURNS_QUEUE).key, "not a list")
 
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         record(redis)
 
     assert wire_inputs(redis) == ["1700000000.000100"]
     assert SessionStore(redis, KEY).meta.read().state == "cancelled"
-    assert not redis.exists(turn_queued_key(KEY)) and not redis.keys("rq:job:*")
+    assert not redis.exists(turn_queued_key(KEY)) and not redis.keys(f"{Job.redis_job_namespace_prefix}*")
     assert record(redis) == "duplicate"  # Slack's retry does not record it twice
     assert wire_inputs(redis) == ["1700000000.000100"]
 
