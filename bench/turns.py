@@ -365,17 +365,17 @@ def recording_cost_us(multiprocess: bool, turns: int = 20_000) -> float:
 LOGGING_PROBE = (
     """
 import logging, os, sys, time
-from gateway.processes.logs import RQ_WORKER_LOGGER, QuietRqJobLines, configure_logging
+from gateway.processes.logs import RQ_WORKER_LOGGER, configure_logging
 from jobs.log_context import bound
 from jobs.settings import Settings
 configure_logging(Settings(LOG_LEVEL=sys.argv[2], LOG_FORMAT="json"))
 logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))
-logging.getLogger(RQ_WORKER_LOGGER).addFilter(QuietRqJobLines(quiet_taken=False))
-rq, ws, httpx, poster = (logging.getLogger(name) for name in
-                         (RQ_WORKER_LOGGER, "jobs.turn.workspace", "httpx", "gateway.delivery.poster"))
-def one_turn():  # the lines a one-step turn of this benchmark writes at INFO, and RQ's quieted ones
+rq, worker, ws, httpx, poster = (logging.getLogger(name) for name in (RQ_WORKER_LOGGER,
+    "gateway.processes.rq_workers", "jobs.turn.workspace", "httpx", "gateway.delivery.poster"))
+def one_turn():  # the lines a one-step turn of this benchmark writes at INFO, and RQ's (below WARNING)
     with bound(team="T1", channel="C1", thread="T1:C1:1796478560.000001", turn="turn-fb50d5ab6c01.f859a9",
                job="turn-fb50d5ab6c01"):
+        worker.info("worker %s took %s from %s", "b739e263", "jobs.turn.runner.run_turn", "turns")
         rq.info("Worker %s: %s: %s (%s)", "b739e263", "turns", "run_turn('T1:C1:1796478560.1')", "turn-1")
         ws.info("handed %s over to uid %s for the shell sandbox", "/tmp/w/T1/C1/1796478560.000001", 65534)
         httpx.info('HTTP Request: %s %s "%s %d %s"', "POST", "http://127.0.0.1:9/v1/chat/completions",

@@ -100,6 +100,42 @@ def test_rq_is_used_through_its_public_names_and_no_key_is_written_by_hand():
     )
 
 
+LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+
+
+def _log_templates(tree: ast.AST) -> set[str]:
+    """The message strings a module passes to a logger (`log.info("...", …)`)."""
+    found = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in LOG_CALLS
+        ):
+            found |= {
+                arg.value
+                for arg in node.args[:2]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            }
+    return {template for template in found if len(template) > 12}  # not "%s", not a level name
+
+
+def test_no_code_of_ours_matches_rqs_log_templates():
+    """A filter on RQ's message templates (as QuietRqJobLines was) breaks silently when RQ rewords
+    a line: RQ's logger is set by level only (gateway.processes.logs)."""
+    source = Path(rq.__file__).parent
+    templates = set().union(*(_log_templates(ast.parse(path.read_text())) for path in source.rglob("*.py")))
+    assert "Successfully completed %s job in %ss on worker %s" in templates  # the scan sees RQ's lines
+    ours = [path for folder in ["agent", "jobs", "gateway"] for path in (ROOT / folder).rglob("*.py")]
+    matches = {
+        (path.relative_to(ROOT).as_posix(), node.value)
+        for path in ours
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in templates
+    }
+    assert not matches
+
+
 def test_the_pin_admits_the_rq_the_suite_runs_and_no_later_minor_release():
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     [pin] = [SpecifierSet(spec[2:]) for spec in dependencies if re.match(r"rq\s*[<>=~!]", spec)]

@@ -34,9 +34,16 @@ def configure_logging(settings: Settings) -> None:
     handler.addFilter(ContextFilter())
     handler.setFormatter(JsonFormatter() if settings.LOG_FORMAT == "json" else TextFormatter(TEXT_FORMAT))
     logging.basicConfig(level=settings.LOG_LEVEL, handlers=[handler], force=True)
-    # RQ sets its worker logger to INFO when first imported, which LOG_LEVEL=WARNING would not
-    # silence and DEBUG would not open: LOG_LEVEL is every logger's.
-    logging.getLogger(RQ_WORKER_LOGGER).setLevel(settings.LOG_LEVEL)
+    # RQ's worker logger says at INFO what each job did, in its own templates; threadline's lines
+    # say it with the session (a job taken, a turn's end, a post), so RQ's speaks from WARNING up,
+    # and all of it at LOG_LEVEL=DEBUG. (RQ sets that logger to INFO when first imported.)
+    logging.getLogger(RQ_WORKER_LOGGER).setLevel(rq_worker_level(settings.LOG_LEVEL))
+
+
+def rq_worker_level(log_level: str) -> int:
+    """The level of RQ's worker logger under LOG_LEVEL `log_level`: WARNING or above, DEBUG too."""
+    level = logging.getLevelNamesMapping()[log_level]
+    return level if level == logging.DEBUG else max(logging.WARNING, level)
 
 
 def context_of(record: logging.LogRecord) -> dict[str, str]:
@@ -101,35 +108,3 @@ def escape_controls(text: str) -> str:
 
 def _code(char: str) -> str:
     return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
-
-
-# RQ's INFO lines for each job it takes and finishes, by their templates as RQ writes them.
-_RQ_JOB_LINE = frozenset({"Worker %s: %s: %s (%s)", "Worker %s: %s: %s"})  # a job taken, or "Job OK"
-_RQ_COMPLETED = frozenset({"Successfully completed %s job in %ss on worker %s",
-                           "Successfully completed job %s in %ss on worker %s"})  # fmt: skip
-
-
-class QuietRqJobLines(logging.Filter):
-    """RQ's per-job lines as DEBUG: that a job finished ("Job OK", "Successfully completed"),
-    which our own lines already say with the job's id; with `quiet_taken` (the delivery worker)
-    also that a job was taken: a turn makes several delivery jobs of a few milliseconds each,
-    whose posts the poster logs. At INFO these were most of a worker's lines. Warnings, errors
-    and the worker's own start and stop are untouched."""
-
-    def __init__(self, *, quiet_taken: bool) -> None:
-        super().__init__()
-        self.quiet_taken = quiet_taken
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.INFO or not self._per_job(record):
-            return True
-        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
-
-    def _per_job(self, record: logging.LogRecord) -> bool:
-        if record.msg in _RQ_COMPLETED:
-            return True
-        if record.msg not in _RQ_JOB_LINE:
-            return False
-        finished = isinstance(record.args, tuple) and "Job OK" in str(record.args[2])
-        return finished or self.quiet_taken

@@ -41,6 +41,7 @@ from rq.worker.base import WorkerStatus
 from jobs import runtime
 from jobs.keys import SessionKey
 from jobs.log_context import bound, session_fields
+from jobs.queues import TURNS_QUEUE
 from jobs.settings import Settings
 from jobs.turn.drain import request_drain
 from jobs.turn.event_loop import log_longest_stall, share_turn_loop
@@ -61,14 +62,19 @@ def tool_grace_s(settings: Settings) -> float:
 
 
 class _JobsLogTheirSession:
-    """Every line logged while a job runs, RQ's own included, names the job and its session.
-    RQ's third line per finished job, that its result was discarded, is left out: every
-    threadline job discards its result (result_ttl=0), so the line says nothing, once per job."""
+    """Every line logged while a job runs, RQ's own included, names the job and its session, and
+    the worker says which job it took in its own words (RQ's per-job lines are below WARNING,
+    gateway.processes.logs): at INFO for a turn, at DEBUG for the many short delivery jobs, whose
+    posts the poster logs. RQ's line that a result was discarded is left out: every threadline
+    job discards its result (result_ttl=0), so the line says nothing, once per job."""
 
     log_result_lifespan = False
+    name: str
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
         with bound(job=job.id, **_session_of(job)):
+            level = logging.INFO if queue.name == TURNS_QUEUE else logging.DEBUG
+            log.log(level, "worker %s took %s from %s", self.name, job.func_name, queue.name)
             return super().perform_job(job, queue, execution)  # type: ignore[misc, no-any-return]  # RQ's
 
 

@@ -32,7 +32,7 @@ import jobs.compaction_job
 import jobs.turn.runner
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import SUPERVISOR_PID, die_with_parent
-from gateway.processes.logs import RQ_WORKER_LOGGER, QuietRqJobLines, configure_logging
+from gateway.processes.logs import configure_logging
 from gateway.processes.metrics_port import serve_metrics
 from gateway.processes.rq_workers import (
     ConcurrentTurnWorker,
@@ -145,7 +145,6 @@ def work(
         die_with_parent(supervisor)
     lower_priority_to(settings.WORKER_NICENESS, supervisor_pid=supervisor)
     configure_logging(settings)
-    logging.getLogger(RQ_WORKER_LOGGER).addFilter(QuietRqJobLines(quiet_taken=role == "delivery"))
     if metrics_port is not None:
         serve_metrics(metrics_port, scrape_registry())
     # RQ blocks on BLPOP for minutes, so this connection must not have a short socket timeout.
@@ -172,11 +171,14 @@ def work(
         background.append((_publish_storage, (redis_from_url(url), stop, settings)))
     for target, args in background:
         threading.Thread(target=target, args=args, daemon=True).start()
+    concurrency = turn_concurrency or settings.TURN_CONCURRENCY
+    names = ", ".join(each.name for each in queues)
+    log.info("%s worker started (pid %d) on %s, %d at once", role, os.getpid(), names, concurrency)
     try:
-        concurrency = turn_concurrency or settings.TURN_CONCURRENCY
         work_through_outages(lambda: _rq_worker(role, worker_class, concurrency, queues, redis), burst=burst)
     finally:
         stop.set()
+        log.info("%s worker stopped (pid %d)", role, os.getpid())
 
 
 def _rq_worker(

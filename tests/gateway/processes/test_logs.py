@@ -73,11 +73,12 @@ def test_log_level_leaves_out_what_is_less_severe(captured: io.StringIO) -> None
     assert [line.split(" ", 2)[2] for line in lines] == ["WARNING jobs.janitor: lost a turn"]
 
 
-@pytest.mark.parametrize(("level", "shown"), [("warning", []), ("debug", ["DEBUG", "INFO"])])
-def test_log_level_holds_for_rqs_worker_logger_too(
+@pytest.mark.parametrize(("level", "shown"), [("warning", []), ("info", []), ("debug", ["DEBUG", "INFO"])])
+def test_rqs_worker_logger_speaks_from_warning_up_and_all_of_it_under_debug(
     captured: io.StringIO, level: str, shown: list[str]
 ) -> None:
-    """RQ sets that logger to INFO as it is imported (rq.worker.base, imported by now)."""
+    """RQ sets that logger to INFO as it is imported (rq.worker.base, imported by now); its per-job
+    lines are threadline's own at INFO (gateway.processes.rq_workers)."""
     configured(captured, LOG_LEVEL=level)
     logging.getLogger("rq.worker").debug("Worker w1: dequeued job j1 from turns")
     logging.getLogger("rq.worker").info("Worker w1: turns: run_turn (j1)")

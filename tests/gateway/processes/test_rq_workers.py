@@ -5,7 +5,8 @@
   for that thread without a limit: a worker whose thread had gone back to waiting took up to a
   minute to exit after SIGTERM, which a deploy (or a supervisor's drain deadline) does not give it.
 - A job taken off the queue as the stop comes still runs.
-- What RQ logs about each job (gateway.processes.logs.QuietRqJobLines).
+- What is logged about each job: the worker's own line that it took one (INFO for a turn), and
+  RQ's per-job lines only at LOG_LEVEL=DEBUG (gateway.processes.logs).
 """
 
 from __future__ import annotations
@@ -19,21 +20,21 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from gateway.processes.logs import QuietRqJobLines
+from gateway.processes.logs import rq_worker_level
 from gateway.processes.rq_workers import ConcurrentWorker, DrainingSimpleWorker, DrainingWorker
-from jobs.queues import SLACK_QUEUE, queue
+from jobs.queues import SLACK_QUEUE, TURNS_QUEUE, queue
 from tests.polling import wait_for
 
 DEADLINE_S = 10.0  # a deadline for the test, far below the 60 s RQ's thread can wait
 DONE_KEY = "tests:rq_workers:done"
 
 
-def a_worker(worker_class: type, redis: Redis) -> Any:
-    """`worker_class` on the slack queue, as `threadline worker` builds it (ConcurrentWorker with
-    slots for 2 jobs)."""
-    slack = queue(redis, SLACK_QUEUE)
+def a_worker(worker_class: type, redis: Redis, queue_name: str = SLACK_QUEUE) -> Any:
+    """`worker_class` on `queue_name` (slack), as `threadline worker` builds it (ConcurrentWorker
+    with slots for 2 jobs)."""
+    jobs = queue(redis, queue_name)
     extra = {"concurrency": 2} if issubclass(worker_class, ConcurrentWorker) else {}
-    return worker_class([slack], connection=redis, serializer=slack.serializer, **extra)
+    return worker_class([jobs], connection=redis, serializer=jobs.serializer, **extra)
 
 
 @pytest.mark.parametrize("worker_class", [DrainingSimpleWorker, DrainingWorker, ConcurrentWorker])
@@ -87,51 +88,59 @@ def test_a_job_taken_as_the_worker_is_told_to_stop_still_runs(redis: Redis, work
 
 
 def run_one_job_logged(
-    redis: Redis, caplog: pytest.LogCaptureFixture, worker_class: type, level: str, quiet: logging.Filter
-) -> list[tuple[str, str]]:
-    """RQ's lines (message, level) for one job run by `worker_class`, its `rq.worker` logger at
-    `level` (as LOG_LEVEL sets it, gateway.processes.logs) with `quiet`."""
-    queue(redis, SLACK_QUEUE).enqueue(mark_done, result_ttl=0)  # as every threadline job is (jobs.queues)
-    worker = a_worker(worker_class, redis)
+    redis: Redis,
+    caplog: pytest.LogCaptureFixture,
+    worker_class: type,
+    level: str,
+    queue_name: str = SLACK_QUEUE,
+) -> list[tuple[str, str, str]]:
+    """Every line (logger, message, level) of one job run by `worker_class` from `queue_name`,
+    under LOG_LEVEL `level` as gateway.processes.logs sets RQ's worker logger for it."""
+    queue(redis, queue_name).enqueue(mark_done, result_ttl=0)  # as every threadline job is (jobs.queues)
+    worker = a_worker(worker_class, redis, queue_name)
     rq_log = logging.getLogger("rq.worker")
-    rq_log.addFilter(quiet)
+    before = rq_log.level
+    rq_log.setLevel(rq_worker_level(level))
     try:
-        with caplog.at_level(level, logger="rq.worker"):
+        with caplog.at_level(level):
             worker.work(burst=True)
             if isinstance(worker, ConcurrentWorker):  # its job ends in a thread of its own
                 wait_for(lambda: worker.running_jobs() == 0, what="the job's thread to end")
     finally:
-        rq_log.removeFilter(quiet)
+        rq_log.setLevel(before)
     assert redis.get(DONE_KEY) == b"1"
-    return [(line.getMessage(), line.levelname) for line in caplog.records if line.name == "rq.worker"]
+    return [(line.name, line.getMessage(), line.levelname) for line in caplog.records]
 
 
 @pytest.mark.parametrize("worker_class", [DrainingSimpleWorker, ConcurrentWorker])
 def test_a_finished_job_logs_no_line_about_its_discarded_result(
     redis: Redis, worker_class: type, caplog: pytest.LogCaptureFixture
 ) -> None:
-    said = [line for line, _ in run_one_job_logged(redis, caplog, worker_class, "INFO", logging.Filter())]
-    assert any("Successfully completed" in line for line in said)
-    assert not [line for line in said if "discarded" in line]
+    said = [message for _, message, _ in run_one_job_logged(redis, caplog, worker_class, "DEBUG")]
+    assert any("Successfully completed" in message for message in said)
+    assert not [message for message in said if "discarded" in message]
 
 
-@pytest.mark.parametrize(("quiet_taken", "taken_shown"), [(False, True), (True, False)])
-def test_at_info_rq_says_which_job_it_took_but_not_that_each_finished(
-    redis: Redis, caplog: pytest.LogCaptureFixture, quiet_taken: bool, taken_shown: bool
+@pytest.mark.parametrize(("queue_name", "taken_shown"), [(TURNS_QUEUE, True), (SLACK_QUEUE, False)])
+def test_at_info_the_worker_says_which_turn_it_took_and_rq_says_nothing_per_job(
+    redis: Redis, caplog: pytest.LogCaptureFixture, queue_name: str, taken_shown: bool
 ) -> None:
-    said = run_one_job_logged(
-        redis, caplog, DrainingSimpleWorker, "INFO", QuietRqJobLines(quiet_taken=quiet_taken)
-    )
-    assert not [line for line, _ in said if "Successfully completed" in line or "Job OK" in line]
-    assert any("mark_done" in line for line, _ in said) is taken_shown  # delivery: not even that
-    assert any("started with PID" in line for line, _ in said)  # the worker's own lines stay
+    said = run_one_job_logged(redis, caplog, DrainingSimpleWorker, "INFO", queue_name)
+    assert not [message for name, message, _ in said if name.startswith("rq.")]
+    took = [message for _, message, level in said if "took" in message and level == "INFO"]
+    assert bool(took) is taken_shown
+    if taken_shown:
+        assert took == [
+            f"worker {took[0].split()[1]} took tests.gateway.processes.test_rq_workers.mark_done from turns"
+        ]
 
 
-def test_at_debug_rqs_per_job_lines_are_there_as_debug(
+def test_at_debug_rqs_per_job_lines_and_the_taken_line_are_there(
     redis: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    said = dict(
-        run_one_job_logged(redis, caplog, DrainingSimpleWorker, "DEBUG", QuietRqJobLines(quiet_taken=True))
-    )
-    completed = [level for line, level in said.items() if "Successfully completed" in line]
-    assert completed == ["DEBUG"]
+    said = run_one_job_logged(redis, caplog, DrainingSimpleWorker, "DEBUG")
+    completed = [
+        level for name, message, level in said if name == "rq.worker" and "Successfully completed" in message
+    ]
+    assert completed == ["INFO"]  # RQ's own level: its logger lets it through only under DEBUG
+    assert [level for _, message, level in said if " took " in message] == ["DEBUG"]
