@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import Iterator
 
 from pydantic import TypeAdapter
@@ -19,6 +20,7 @@ from pydantic import TypeAdapter
 from agent.loop.ports import CallsDeferred, StepStarted, TurnEvent
 from jobs.delegation.children import ChildInfo, child_info
 from jobs.keys import card_children_key, card_key, card_lock_key
+from jobs.lua import delete_if_holds
 from jobs.queues import schedule_delivery
 from jobs.redis_text import text
 from jobs.session.notices import ProgressNotice, ToolLine, ToolState, TurnCard
@@ -139,7 +141,7 @@ def _one_line(text: str, limit: int = 80) -> str:
 @contextlib.contextmanager
 def _card_lock(store: SessionStore) -> Iterator[None]:
     key = card_lock_key(store.key)
-    token = f"{time.monotonic_ns()}"
+    token = uuid.uuid4().hex
     deadline = time.monotonic() + CARD_LOCK_WAIT_S
     while not store.redis.set(key, token, nx=True, px=CARD_LOCK_MS):
         if time.monotonic() > deadline:
@@ -148,8 +150,7 @@ def _card_lock(store: SessionStore) -> Iterator[None]:
     try:
         yield
     finally:
-        if store.redis.get(key) == token.encode():
-            store.redis.delete(key)
+        delete_if_holds(store.redis, key, token)
 
 
 def close_card(store: SessionStore, state: str) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from redis import Redis
 
 from jobs.keys import event_dedupe_key, message_dedupe_key
+from jobs.lua import delete_if_holds
 
 DEDUPE_TTL_S = 3600  # Slack gives up redelivering well within an hour; a twin arrives within seconds
 
@@ -49,5 +50,4 @@ def claim(redis: Redis, keys: list[str]) -> Claim:
 def release(redis: Redis, claimed: Claim) -> None:
     """Give the keys back when the input could not be recorded, so Slack's retry is not dropped."""
     for key in claimed.taken:
-        if redis.get(key) == claimed.token.encode():
-            redis.delete(key)
+        delete_if_holds(redis, key, claimed.token)

@@ -21,7 +21,7 @@ from redis import Redis
 
 from jobs.keys import RUNNING_SESSIONS, turn_wanted_key
 from jobs.log_context import in_context
-from jobs.lua import lua
+from jobs.lua import delete_if_holds, lua
 from jobs.session.store import LeaseLost, SessionStore
 
 __all__ = ["Lease", "LeaseLost", "revoke"]
@@ -39,12 +39,6 @@ end
 return 0
 """
 
-_REVOKE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 # Release only when no input is waiting, atomically: input pushed to the inbox after this
 # check goes to the wire log instead (see jobs/input.lua), so nothing falls between. Returns 2
 # when a turn job found the session leased meanwhile (its `wanted` word, taken here).
@@ -61,7 +55,7 @@ WANTED_TTL_S = 3600  # outlives any turn that holds the session; a stale word co
 def revoke(store: SessionStore, token: str) -> bool:
     """Take the lease from its holder, if `token` still holds it: the holder's next renewal
     fails and its turn writes nothing more (the janitor's backstop for a turn deaf to a cancel)."""
-    return bool(lua(store.redis, _REVOKE)(keys=[store.lease_key], args=[token]))
+    return delete_if_holds(store.redis, store.lease_key, token)
 
 
 class Lease:
