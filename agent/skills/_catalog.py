@@ -71,15 +71,15 @@ class SkillCatalog:
 
     def _load_confined(self, root: SkillRoot, workspace: Path) -> None:
         try:
-            directory = ws.open_directory(workspace, root.path)
+            names = _subdirectories(workspace, root.path)
         except (FileNotFoundError, NotADirectoryError):
             return
         except ws.PathSecurityError:
             self.errors.append(SkillParseError(root.path, OUTSIDE))
             return
-        with os.scandir(directory) as entries:
-            names = sorted(entry.name for entry in entries if not entry.is_file(follow_symlinks=False))
-        os.close(directory)
+        except OSError as error:  # a loop of links: said, never a turn's crash
+            self.errors.append(SkillParseError(root.path, f"cannot be read ({error.strerror or error})"))
+            return
         seen_here: set[str] = set()
         for name in names:
             path = root.path / name / SKILL_FILE
@@ -95,6 +95,15 @@ class SkillCatalog:
         else:
             seen_here.add(parsed.name)
             self.skills.setdefault(parsed.name, parsed)  # an earlier root wins
+
+
+def _subdirectories(workspace: Path, path: Path) -> list[str]:
+    directory = ws.open_directory(workspace, path)
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(entry.name for entry in entries if not entry.is_file(follow_symlinks=False))
+    finally:
+        os.close(directory)
 
 
 def _read_confined(workspace: Path, path: Path, source: SkillSource) -> Skill | SkillParseError | None:

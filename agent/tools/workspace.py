@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from agent.tools._beneath import LeavesDirectory, open_beneath
+from agent.tools._beneath import MAX_LINKS, LeavesDirectory, open_beneath
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 NEW_FILE_MODE = 0o644
+PARTIAL_MODE = 0o600  # what a new file is until it is written and owned as it should be
+
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFSOCK: "a socket",
@@ -223,7 +225,20 @@ class Written:
 
 def write_bytes(workspace: Path, path: Path | str, data: bytes) -> Written:
     """Create or replace the file at `path` with `data`, making missing parent directories."""
-    with _in_parent(workspace, path, create=True) as (directory, name, shown):
+    return _through_final_links(workspace, path, lambda relative: _write_once(workspace, relative, data))
+
+
+def edit_bytes(
+    workspace: Path, path: Path | str, change: Callable[[bytes], bytes], max_bytes: int
+) -> Written:
+    """Replace the existing file at `path` with `change(its bytes)`; ValueError over `max_bytes`."""
+    return _through_final_links(
+        workspace, path, lambda relative: _edit_once(workspace, relative, change, max_bytes)
+    )
+
+
+def _write_once(workspace: Path, relative: str, data: bytes) -> Written:
+    with _in_parent(workspace, relative, create=True) as (directory, name, shown):
         try:
             with _open_at(directory, name, shown) as old:
                 info: os.stat_result | None = old.info
@@ -233,22 +248,46 @@ def write_bytes(workspace: Path, path: Path | str, data: bytes) -> Written:
         return Written(created=info is None, size=len(data))
 
 
-def edit_bytes(
-    workspace: Path, path: Path | str, change: Callable[[bytes], bytes], max_bytes: int
-) -> Written:
-    """Replace the existing file at `path` with `change(its bytes)`; ValueError over `max_bytes`."""
-    with _in_parent(workspace, path, create=False) as (directory, name, shown):
+def _edit_once(workspace: Path, relative: str, change: Callable[[bytes], bytes], max_bytes: int) -> Written:
+    with _in_parent(workspace, relative, create=False) as (directory, name, shown):
         with _open_at(directory, name, shown) as old:
             data = change(read_at_most(old.fd, max_bytes, shown))
         _replace(workspace, directory, name, data, old.info)
         return Written(created=False, size=len(data))
 
 
+class _FinalLink(Exception):
+    """The file to write is a link: the write goes to where it points, if that is inside."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.target = target
+
+
+def _through_final_links(workspace: Path, path: Path | str, attempt: Callable[[str], Written]) -> Written:
+    """`attempt(relative)`, and again at a link's target while the file is a link that stays in
+    the workspace (a repository's `AGENTS.md -> docs/agents.md`). The target replaces the link's
+    name by its text alone, then is opened the one way in like any path."""
+    relative = shown = _relative(workspace, path)
+    for _ in range(MAX_LINKS):
+        try:
+            return attempt(relative)
+        except _FinalLink as link:
+            relative = _link_destination(relative, link.target, shown)
+    raise OSError(errno.ELOOP, "too many links", shown)
+
+
+def _link_destination(relative: str, target: str, shown: str) -> str:
+    destination = os.path.normpath(os.path.join(os.path.dirname(relative), target))
+    if target.startswith("/") or destination == ".." or destination.startswith("../"):
+        raise _leaves(shown)
+    return destination
+
+
 @contextmanager
-def _in_parent(workspace: Path, path: Path | str, *, create: bool) -> Iterator[tuple[int, str, str]]:
+def _in_parent(workspace: Path, relative: str, *, create: bool) -> Iterator[tuple[int, str, str]]:
     """The parent directory's descriptor, the file's name and its shown path. The parent is opened
     like any path; the file itself is never followed (see `_open_at`)."""
-    relative = _relative(workspace, path)
     parent, _, name = relative.rpartition("/")
     if name in ("", ".", ".."):
         raise IsADirectoryError(f"{relative} is a directory")
@@ -261,16 +300,13 @@ def _in_parent(workspace: Path, path: Path | str, *, create: bool) -> Iterator[t
 
 def _open_at(directory: int, name: str, shown: str) -> Opened:
     """The regular file `name` in `directory`, never through a link: a write through one would
-    land wherever it points, so it is refused with a message for the model."""
+    land wherever it points; `_FinalLink` hands its text to `_through_final_links`."""
     try:
         fd = os.open(name, _OPEN_FLAGS | os.O_NOFOLLOW, dir_fd=directory)
     except OSError as error:
         if error.errno != errno.ELOOP:
             raise
-        raise PathSecurityError(
-            f"{shown} is a symbolic link; the file tools do not write through links. "
-            "Give the path of the file it points to."
-        ) from None
+        raise _FinalLink(os.readlink(name, dir_fd=directory)) from None
     opened = checked(fd, shown)
     if opened.is_directory:
         opened.close()
@@ -279,17 +315,20 @@ def _open_at(directory: int, name: str, shown: str) -> Opened:
 
 
 def _replace(workspace: Path, directory: int, name: str, data: bytes, old: os.stat_result | None) -> None:
+    """`data` written to a new file beside `name` and renamed over it. The new file is private
+    (PARTIAL_MODE) until it is written and owned as it should be; then it takes the old file's
+    permission bits, never a setuid, setgid or sticky bit (a root worker writes these bytes)."""
     partial = f".{name[:100]}.{uuid.uuid4().hex[:12]}.partial"
-    mode = stat.S_IMODE(old.st_mode) if old is not None else NEW_FILE_MODE
-    fd = os.open(partial, _NEW_FILE_FLAGS, mode, dir_fd=directory)
+    mode = (stat.S_IMODE(old.st_mode) if old is not None else NEW_FILE_MODE) & 0o777
+    fd = os.open(partial, _NEW_FILE_FLAGS, PARTIAL_MODE, dir_fd=directory)
     try:
         with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
-        os.fchmod(fd, mode)
         if old is not None and os.geteuid() == 0:
             os.fchown(fd, old.st_uid, old.st_gid)
         else:
             give_fd_to_workspace_owner(workspace, fd)
+        os.fchmod(fd, mode)
         os.replace(partial, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
         os.unlink(partial, dir_fd=directory)

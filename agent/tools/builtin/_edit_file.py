@@ -10,8 +10,8 @@ from pydantic import Field
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, said_to_the_model
-from agent.tools.defaults import BINARY_SNIFF_BYTES, WRITE_FILE_MAX_BYTES
+from agent.tools.builtin.common import Params, ToolError, binary_text, looks_binary_data, said_to_the_model
+from agent.tools.defaults import WRITE_FILE_MAX_BYTES
 
 
 class EditFileParams(Params):
@@ -30,13 +30,12 @@ def _edit(workspace: Path, path: Path, shown: str, args: EditFileParams) -> str:
 
     def change(data: bytes) -> bytes:
         nonlocal replaced
-        if looks_binary_bytes(data):
-            raise ToolError(
-                f"{shown} looks like a binary file (it contains NUL bytes); only text files can be edited."
-            )
+        if looks_binary_data(data):
+            raise ToolError(binary_text(shown))
         content = data.decode("utf-8", errors="surrogateescape")
-        replaced = _count(content, shown, args)
-        return content.replace(args.old_text, args.new_text).encode("utf-8", errors="surrogateescape")
+        old, new = _in_the_files_line_ends(content, args.old_text, args.new_text)
+        replaced = _count(content, old, shown, args.replace_all)
+        return content.replace(old, new).encode("utf-8", errors="surrogateescape")
 
     with said_to_the_model(shown):
         try:
@@ -50,18 +49,26 @@ def _edit(workspace: Path, path: Path, shown: str, args: EditFileParams) -> str:
     return f"Replaced {replaced} occurrence{'s' if replaced > 1 else ''} in {shown}."
 
 
-def looks_binary_bytes(data: bytes) -> bool:
-    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+def _in_the_files_line_ends(content: str, old: str, new: str) -> tuple[str, str]:
+    """read_file shows lines without their `\r`, so the model's old_text has `\n` line ends: in a
+    file with `\r\n` ones, both texts are matched and written with those."""
+    if old in content or "\r\n" not in content or "\n" not in old:
+        return old, new
+    return _crlf(old), _crlf(new)
 
 
-def _count(content: str, shown: str, args: EditFileParams) -> int:
-    count = content.count(args.old_text)
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def _count(content: str, old_text: str, shown: str, replace_all: bool) -> int:
+    count = content.count(old_text)
     if count == 0:
         raise ToolError(
             f"old_text was not found in {shown}. It must match the file exactly, including whitespace "
             "and indentation; read the file to copy the text."
         )
-    if count > 1 and not args.replace_all:
+    if count > 1 and not replace_all:
         raise ToolError(
             f"old_text occurs {count} times in {shown}; include more surrounding text so it matches "
             "exactly once, or set replace_all to true."

@@ -1,15 +1,15 @@
 """glob: files whose paths match a pattern.
 
-The tree is walked through directory descriptors (`os.fwalk`, which never follows a link), from
-the search root opened the one way into the workspace (agent.tools.workspace), so a link or a
-swapped directory cannot lead the walk out. The pattern is the model's: runs of `**` are one
+The tree is walked through directory descriptors (agent.tools.tree_walk, which never follows a
+link nor waits on a FIFO), from the search root opened the one way into the workspace
+(agent.tools.workspace), so a link or a swapped directory cannot lead the walk out. A link to a
+directory is listed as a match, not entered. The pattern is the model's: runs of `**` are one
 `**`, each path is matched with a time limit, and the walk ends at GLOB_TIME_LIMIT_S or at Stop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from pathlib import Path, PurePosixPath
@@ -22,6 +22,7 @@ from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin.common import Params, ToolError, said_to_the_model
 from agent.tools.defaults import GLOB_MAX_RESULTS, GLOB_TIME_LIMIT_S
+from agent.tools.tree_walk import walk
 
 TOO_SLOW = (
     "glob {pattern!r} was still walking after {limit:g} s and was stopped. Use a narrower path or "
@@ -97,10 +98,15 @@ class _Walk:
         self.limit_s = limit_s
         self.deadline = time.monotonic() + limit_s
 
-    def matches(self, relative: str) -> bool:
-        remaining = self.deadline - time.monotonic()
+    def check(self) -> None:
         if self.stop.is_set():
             raise ToolError(STOPPED)
+        if time.monotonic() > self.deadline:
+            raise ToolError(TOO_SLOW.format(pattern=self.text, limit=self.limit_s))
+
+    def matches(self, relative: str) -> bool:
+        self.check()
+        remaining = self.deadline - time.monotonic()
         try:
             if remaining <= 0:
                 raise TimeoutError
@@ -110,16 +116,20 @@ class _Walk:
 
     def run(self, root: int, prefix: str) -> list[str]:
         found: list[str] = []
-        for directory, subdirectories, files, _fd in os.fwalk(".", dir_fd=root, follow_symlinks=False):
-            here = "" if directory == "." else directory[2:] + "/"
-            level = here.count("/") + 1
-            if self.depth is not None and level >= self.depth:
-                subdirectories.clear()  # nothing deeper can match
-            for name in subdirectories:
-                if self.matches(here + name):
-                    found.append(f"{prefix}{here}{name}/")
-            if not self.dirs_only and (self.depth is None or level <= self.depth):
-                found += [f"{prefix}{here}{name}" for name in files if self.matches(here + name)]
+        for level in walk(root):
+            self.check()
+            depth = level.path.count("/") + 1  # of the entries listed here
+            found += [
+                f"{prefix}{level.path}{name}/"
+                for name in level.directories
+                if self.matches(level.path + name)
+            ]
+            if not self.dirs_only and (self.depth is None or depth <= self.depth):
+                found += [
+                    f"{prefix}{level.path}{name}" for name in level.others if self.matches(level.path + name)
+                ]
+            if self.depth is not None and depth >= self.depth:
+                level.directories.clear()  # nothing deeper can match
         return found
 
 

@@ -20,10 +20,9 @@ import stat
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
 import regex
 from pydantic import Field
@@ -31,9 +30,10 @@ from pydantic import Field
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, looks_binary, said_to_the_model
+from agent.tools.builtin.common import Params, ToolError, said_to_the_model
 from agent.tools.cpu_pool import in_cpu_pool
 from agent.tools.defaults import (
+    BINARY_SNIFF_BYTES,
     GREP_DEFAULT_MAX_RESULTS,
     GREP_MAX_FILE_BYTES,
     GREP_MAX_RESULTS,
@@ -41,6 +41,7 @@ from agent.tools.defaults import (
     MAX_LINE_CHARS,
 )
 from agent.tools.output import cut_long_lines
+from agent.tools.tree_walk import walk
 
 SKIPPED_DIRECTORIES = frozenset({".git"})
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -91,13 +92,19 @@ class _Matcher:
         self.deadline = time.monotonic() + self.limit_s
         self.next_check = 0.0
 
-    def search(self, line: str) -> bool:
+    def check(self) -> None:
+        """Stop at the marker (looked for at most every STOP_CHECK_S) or past the deadline."""
         now = time.monotonic()
         if now >= self.next_check:
             self.next_check = now + STOP_CHECK_S
             if os.path.exists(self.stop_marker):
                 raise ToolError(STOPPED)
-        remaining = self.deadline - now
+        if now > self.deadline:
+            raise ToolError(TIMED_OUT.format(pattern=self.pattern.pattern, limit=self.limit_s))
+
+    def search(self, line: str) -> bool:
+        self.check()
+        remaining = self.deadline - time.monotonic()
         try:
             if remaining <= 0:
                 raise TimeoutError
@@ -106,35 +113,54 @@ class _Matcher:
             raise ToolError(TIMED_OUT.format(pattern=self.pattern.pattern, limit=self.limit_s)) from None
 
 
-def _files(opened: ws.Opened, shown: str, wanted: Callable[[str], bool]) -> Iterator[tuple[str, int]]:
-    """(workspace-relative path, open descriptor) of each regular file to search, in order. The
-    tree is walked through directory descriptors and no link is followed (skipped, as are FIFOs,
-    sockets and devices), so nothing outside the workspace is ever opened."""
+def _files(opened: ws.Opened, shown: str, matcher: _Matcher, glob: str | None) -> Iterator[tuple[str, bytes]]:
+    """(workspace-relative path, contents) of each text file to search, in order. The tree is
+    walked through directory descriptors (agent.tools.tree_walk) and each file opened from its
+    directory's without following a link; links, FIFOs, sockets, devices, binary files and
+    files over GREP_MAX_FILE_BYTES (as read, whatever their size said) are skipped."""
     if not opened.is_directory:
-        if wanted(shown):
-            yield shown, os.dup(opened.fd)
+        data = _text_of(opened.fd) if _wanted(shown, glob) else None
+        if data is not None:
+            yield shown, data
         return
     prefix = "" if shown == "." else f"{shown}/"
-    for directory, subdirectories, names, directory_fd in os.fwalk(".", dir_fd=opened.fd):
-        subdirectories[:] = sorted(name for name in subdirectories if name not in SKIPPED_DIRECTORIES)
-        here = prefix + ("" if directory == "." else directory[2:] + "/")
-        for name in sorted(names):
-            if not wanted(here + name):
-                continue
-            try:
-                fd = os.open(name, _FILE_FLAGS, dir_fd=directory_fd)
-            except OSError:
-                continue  # a link (ELOOP), or gone since it was listed
-            yield here + name, fd
+    for level in walk(opened.fd):
+        matcher.check()
+        level.directories[:] = [name for name in level.directories if name not in SKIPPED_DIRECTORIES]
+        for name in level.others:
+            relative = prefix + level.path + name
+            data = _read_file(level.fd, name) if _wanted(relative, glob) else None
+            if data is not None:
+                yield relative, data
 
 
 def _wanted(relative: str, glob: str | None) -> bool:
     return glob is None or PurePosixPath(relative).match(glob)
 
 
-def _searchable(fd: int) -> bool:
-    info = os.fstat(fd)
-    return stat.S_ISREG(info.st_mode) and info.st_size <= GREP_MAX_FILE_BYTES and not looks_binary(fd)
+def _read_file(directory: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=directory)
+    except OSError:
+        return None  # a link (ELOOP), a socket, or gone since it was listed
+    try:
+        return _text_of(fd)
+    finally:
+        os.close(fd)
+
+
+def _text_of(fd: int) -> bytes | None:
+    """The file's bytes when it is a regular text file of at most GREP_MAX_FILE_BYTES, counted as
+    read: a file that grows after its size was looked at is still cut off there."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.pread(fd, GREP_MAX_FILE_BYTES + 1, 0)
+    except OSError:
+        return None
+    if len(data) > GREP_MAX_FILE_BYTES or b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return None
+    return data
 
 
 def _grep(workspace: Path, root: Path, matcher: _Matcher, args: GrepParams) -> str:
@@ -143,11 +169,8 @@ def _grep(workspace: Path, root: Path, matcher: _Matcher, args: GrepParams) -> s
         opened = ws.open_entry(workspace, root)
     matches: list[str] = []
     with opened:
-        for relative, fd in _files(opened, shown, lambda path: _wanted(path, args.glob)):
-            with os.fdopen(fd, "rb") as handle:
-                if not _searchable(fd):
-                    continue
-                _search(handle, relative, matcher, matches, args.max_results)
+        for relative, data in _files(opened, shown, matcher, args.glob):
+            _search(data, relative, matcher, matches, args.max_results)
             if len(matches) > args.max_results:
                 break
     if not matches:
@@ -163,8 +186,8 @@ def _grep(workspace: Path, root: Path, matcher: _Matcher, args: GrepParams) -> s
     return "\n".join(matches)
 
 
-def _search(handle: BinaryIO, relative: str, matcher: _Matcher, matches: list[str], most: int) -> None:
-    for number, raw in enumerate(handle, start=1):
+def _search(data: bytes, relative: str, matcher: _Matcher, matches: list[str], most: int) -> None:
+    for number, raw in enumerate(data.splitlines(), start=1):
         line = raw.decode("utf-8", errors="replace")
         if matcher.search(line):
             matches.append(f"{relative}:{number}:{cut_long_lines(line.rstrip(), MAX_LINE_CHARS)}")

@@ -46,12 +46,14 @@ def open_file(workspace: Path, path: Path, shown: str) -> ws.Opened:
     return opened
 
 
-def looks_binary(fd: int) -> bool:
-    return b"\x00" in os.pread(fd, BINARY_SNIFF_BYTES, 0)
+def looks_binary_data(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def binary_text(shown: str) -> str:
+    return f"{shown} looks like a binary file (it contains NUL bytes); only text files can be read."
 
 
 def require_text(fd: int, shown: str) -> None:
-    if looks_binary(fd):
-        raise ToolError(
-            f"{shown} looks like a binary file (it contains NUL bytes); only text files can be read."
-        )
+    if looks_binary_data(os.pread(fd, BINARY_SNIFF_BYTES, 0)):
+        raise ToolError(binary_text(shown))

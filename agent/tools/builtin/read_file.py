@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import Field
 
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, open_file, require_text
+from agent.tools.builtin.common import (
+    Params,
+    ToolError,
+    binary_text,
+    looks_binary_data,
+    open_file,
+    require_text,
+)
 from agent.tools.defaults import (
     MAX_LINE_CHARS,
     READ_FILE_DEFAULT_LINES,
@@ -21,6 +30,7 @@ from agent.tools.defaults import (
     READ_INLINE_MAX_BYTES,
 )
 from agent.tools.output import cut_long_lines
+from agent.tools.workspace import Opened
 
 BEYOND_SCAN = (
     "{shown} is larger than {mib} MiB and offset {offset} lies beyond that part; read_file does not "
@@ -36,18 +46,19 @@ class ReadFileParams(Params):
     )
 
 
-def _lines(fd: int) -> Iterator[tuple[bytes, int]]:
-    """Each line (at most READ_FILE_LINE_MAX_BYTES of it) and the bytes read so far."""
-    with os.fdopen(fd, "rb", closefd=False) as handle:
-        read = 0
-        while line := handle.readline(READ_FILE_LINE_MAX_BYTES):
-            read += len(line)
-            while not line.endswith(b"\n") and len(line) == READ_FILE_LINE_MAX_BYTES:
-                rest = handle.readline(READ_FILE_LINE_MAX_BYTES)  # the rest of a long line: skipped
-                read += len(rest)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield line, read
+def _lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """Each line (at most READ_FILE_LINE_MAX_BYTES of it) and the bytes read so far, until
+    READ_FILE_SCAN_MAX_BYTES have been read: counted as read, skipped parts of long lines too,
+    so a file that grows while it is read is still cut off there."""
+    read = 0
+    while read <= READ_FILE_SCAN_MAX_BYTES and (line := handle.readline(READ_FILE_LINE_MAX_BYTES)):
+        read += len(line)
+        while not line.endswith(b"\n") and len(line) == READ_FILE_LINE_MAX_BYTES:
+            rest = handle.readline(READ_FILE_LINE_MAX_BYTES)  # the rest of a long line: skipped
+            read += len(rest)
+            if not rest or rest.endswith(b"\n") or read > READ_FILE_SCAN_MAX_BYTES:
+                break
+        yield line, read
 
 
 def _numbered(number: int, line: bytes) -> str:
@@ -55,12 +66,11 @@ def _numbered(number: int, line: bytes) -> str:
     return f"{number:>6}\t{cut_long_lines(text, MAX_LINE_CHARS)}"
 
 
-def _page(fd: int, shown: str, offset: int, limit: int) -> str:
-    require_text(fd, shown)
+def _page(handle: BinaryIO, shown: str, offset: int, limit: int) -> str:
     lines: list[str] = []
     size = total = 0
     counted_all = True
-    for number, (line, read) in enumerate(_lines(fd), start=1):
+    for number, (line, read) in enumerate(_lines(handle), start=1):
         total = number
         if read > READ_FILE_SCAN_MAX_BYTES and number > offset:
             counted_all = False
@@ -103,7 +113,17 @@ def _with_footer(lines: list[str], shown: str, offset: int, total: int, counted_
 
 def _read(workspace: Path, path: Path, shown: str, args: ReadFileParams) -> str:
     with open_file(workspace, path, shown) as opened:
-        return _page(opened.fd, shown, args.offset, args.limit)
+        require_text(opened.fd, shown)
+        with os.fdopen(opened.fd, "rb", closefd=False) as handle:
+            return _page(handle, shown, args.offset, args.limit)
+
+
+def _small(opened: Opened) -> bytes | None:
+    """All of a small file, read at once (at most READ_INLINE_MAX_BYTES, whatever it grew to)."""
+    if opened.info.st_size > READ_INLINE_MAX_BYTES:
+        return None
+    data = os.pread(opened.fd, READ_INLINE_MAX_BYTES + 1, 0)
+    return data if len(data) <= READ_INLINE_MAX_BYTES else None
 
 
 class ReadFile(Tool[ReadFileParams]):
@@ -124,8 +144,11 @@ class ReadFile(Tool[ReadFileParams]):
         # Opening never blocks (O_NONBLOCK, special files refused): a small file is read here, as
         # a thread hop costs more than the read; a larger one is opened again and read in a thread.
         with open_file(context.workspace, path, shown) as opened:
-            if opened.info.st_size <= READ_INLINE_MAX_BYTES:
-                return ToolResult(_page(opened.fd, shown, args.offset, args.limit))
+            data = _small(opened)
+        if data is not None:
+            if looks_binary_data(data):
+                raise ToolError(binary_text(shown))
+            return ToolResult(_page(io.BytesIO(data), shown, args.offset, args.limit))
         return ToolResult(await asyncio.to_thread(_read, context.workspace, path, shown, args))
 
     async def run(self, args: ReadFileParams, context: ToolContext) -> ToolResult:

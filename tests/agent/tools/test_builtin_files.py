@@ -142,6 +142,14 @@ async def test_edit_file_errors_leave_the_file_alone(old, new, message, executor
     assert (workspace / "c.py").read_text() == "a\na\n"
 
 
+async def test_edit_file_matches_and_keeps_crlf_line_ends(executor, workspace):
+    """read_file shows lines without `\r`: the model's multi-line old_text has `\n` ends."""
+    (workspace / "crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    result = await use(executor, "edit_file", path="crlf.txt", old_text="one\ntwo", new_text="1\n2")
+    assert result.output == "Replaced 1 occurrence in crlf.txt."
+    assert (workspace / "crlf.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
 async def test_edit_file_of_a_missing_file(executor):
     result = await use(executor, "edit_file", path="nope.py", old_text="a", new_text="b")
     assert result.output == 'Tool "edit_file" failed: File not found: nope.py'
@@ -180,6 +188,15 @@ async def test_glob_matches_across_directories(executor, workspace):
     assert result.output == "src/a.py\nsrc/pkg/b.py\ntop.py"
     scoped = await use(executor, "glob", pattern="*.py", path="src")
     assert scoped.output == "src/a.py"
+
+
+async def test_glob_names_directories_at_the_patterns_last_level(executor, workspace):
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    (workspace / "src" / "a.ts").write_text("")
+    (workspace / "README.md").write_text("")
+    assert (await use(executor, "glob", pattern="src")).output == "src/"
+    assert (await use(executor, "glob", pattern="*")).output == "README.md\nsrc/"
+    assert (await use(executor, "glob", pattern="src/*")).output == "src/a.ts\nsrc/pkg/"
 
 
 async def test_glob_with_no_match_and_bad_patterns(executor, workspace):

@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from agent.skills import SkillCatalog, session_skill_roots
 from agent.tools import _beneath
 from agent.tools import workspace as ws
 from agent.tools.builtin import ReadFile, WriteFile
@@ -175,3 +176,35 @@ async def test_tools_refuse_escaping_paths(workspace, raw):
     write = await run_one(executor, call("w", "write_file", {"path": raw, "content": "pwned"}))
     assert write.is_error
     assert (workspace.parent / "secret.txt").read_text() == "outside"
+
+
+def test_a_write_follows_a_link_that_stays_inside_to_its_target(workspace):
+    """A repository's `AGENTS.md -> sub/real.txt`: the target is written, the link stays."""
+    os.symlink("sub/real.txt", workspace / "AGENTS.md")
+    ws.write_bytes(workspace, "AGENTS.md", b"new")
+    assert (workspace / "AGENTS.md").is_symlink() and (workspace / "sub" / "real.txt").read_text() == "new"
+    edited = ws.edit_bytes(workspace, "AGENTS.md", lambda old: old + b"er", 100)
+    assert not edited.created and (workspace / "sub" / "real.txt").read_text() == "newer"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a file owned by another uid needs a root worker")
+def test_a_write_never_leaves_a_setuid_setgid_or_sticky_bit(workspace):
+    target = workspace / "tool"
+    target.write_text("#!/bin/sh\n")
+    os.chown(target, 65534, 65534)
+    target.chmod(0o7755)
+    (workspace / "data").write_text("x")
+    (workspace / "data").chmod(0o3644)  # setgid without group exec: a chown leaves it set
+    ws.write_bytes(workspace, "tool", b"#!/bin/sh\necho model's bytes\n")
+    ws.write_bytes(workspace, "data", b"y")
+    assert (os.stat(target).st_mode & 0o7777, os.stat(target).st_uid) == (0o755, 65534)
+    assert os.stat(workspace / "data").st_mode & 0o7777 == 0o644
+
+
+def test_a_loop_of_links_at_the_skills_directory_is_an_error_not_a_crash(workspace):
+    (workspace / ".threadline").mkdir()
+    os.symlink("skills", workspace / ".threadline" / "skills")
+    catalog = SkillCatalog.load(session_skill_roots(workspace, None))
+    assert catalog.skills == {} and [error.reason for error in catalog.errors] == [
+        "cannot be read (Too many levels of symbolic links)"
+    ]
