@@ -78,6 +78,15 @@ class _JobsLogTheirSession:
             return super().perform_job(job, queue, execution)  # type: ignore[misc, no-any-return]  # RQ's
 
 
+def say_stopping(worker: str, signum: int) -> None:
+    """The worker's own line for RQ's warm shutdown (RQ's logger speaks from WARNING up)."""
+    log.info(
+        "worker %s stopping (%s): its jobs finish or hand their turns back",
+        worker,
+        signal.Signals(signum).name,
+    )
+
+
 def _session_of(job: Job) -> dict[str, str]:
     """Every threadline job takes its session key first (jobs.queues)."""
     try:
@@ -126,6 +135,7 @@ class DrainingSimpleWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, SimpleWork
     """RQ's SimpleWorker whose warm shutdown hands the running turn back (jobs.turn.drain)."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        say_stopping(self.name, signum)
         request_drain(tool_grace_s(runtime.settings()))
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # RQ's handler is untyped
 
@@ -135,6 +145,7 @@ class DrainingWorker(_JobsLogTheirSession, _LeavesPubSubAtOnce, _KeepsAJobInHand
     taken as the stop comes still runs: its horse, forked with the stop requested, drains at once."""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        say_stopping(self.name, signum)
         if self.horse_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.horse_pid, DRAIN_SIGNAL)

@@ -123,7 +123,7 @@ def test_a_second_sigterm_falls_back_to_the_crash_path(make_stack, fake_slack, f
     wait_for(lambda: host_pids(marker), what="the command to run")
     old = stack.processes["worker0"]
     os.kill(old.pid, signal.SIGTERM)
-    wait_for(lambda: "warm shut down requested" in stack.log("worker0"), what="the drain to begin")
+    wait_for(lambda: "stopping (SIGTERM)" in stack.log("worker0"), what="the drain to begin")
     os.kill(old.pid, signal.SIGTERM)
     old.wait(timeout=30)  # well before the 60 s drain
     stack.spawn("worker1", [THREADLINE, "worker"])
