@@ -67,8 +67,10 @@ def non_public_reason(address: IPAddress) -> str | None:
         inner_reason = non_public_reason(inner)
         if inner_reason is not None:
             return f"{spelling} spelling of {inner}, {inner_reason}"
-        if spelling in ("an IPv4-mapped", "a NAT64"):
-            return None  # reaches a public IPv4 address, just as that address would
+        if spelling in ("an IPv4-mapped", "a NAT64", "a 6to4"):
+            # reaches a public IPv4 address, just as that address would; decided here, not by
+            # `is_global`, which calls 2002::/16 global on some Python 3.11 builds and not others
+            return None
     for network, name in _NAMED:
         if address.version == network.version and address in network:
             return name
