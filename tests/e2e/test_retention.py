@@ -12,7 +12,14 @@ import subprocess
 from agent.testing import FakeLLM, calls, text
 from gateway.links import thread_link
 from gateway.sandbox.stack import THREADLINE, Stack
-from jobs.keys import RETENTION_LOCK, SESSION_INDEX, SessionKey, delivering_key, delivery_queued_key
+from jobs.keys import (
+    RETENTION_LOCK,
+    SESSION_INDEX,
+    SessionKey,
+    delivering_key,
+    delivery_queued_key,
+    lease_key,
+)
 from jobs.session.store import now_ms
 from tests.e2e.turns import Session
 from tests.polling import wait_for
@@ -46,9 +53,12 @@ def lasting_keys_of(redis, key: SessionKey) -> list[bytes]:
 
 
 def settled(session: Session) -> bool:
-    """Every notice delivered and no delivery pending, so nothing more is written to the session."""
+    """Every notice delivered, no delivery pending and no turn holding the lease (a turn says idle
+    before it gives the lease up), so nothing more is written to the session."""
     notices = session.store.notices()
-    busy = session.redis.exists(delivery_queued_key(session.key), delivering_key(session.key))
+    busy = session.redis.exists(
+        delivery_queued_key(session.key), delivering_key(session.key), lease_key(session.key)
+    )
     return bool(notices) and session.store.meta.read().delivered == notices[-1][0] and not busy
 
 
