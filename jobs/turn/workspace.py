@@ -140,8 +140,10 @@ def hand_over(path: Path, owner: tuple[int, int]) -> None:
     one created before the sandbox was on); a workspace it already owns is left alone."""
     if path.stat().st_uid == owner[0]:
         return
-    # Through directory descriptors (fwalk): a directory swapped for a link mid-way cannot send
-    # a root worker's chown out of the workspace.
+    # Through directory descriptors (fwalk, which checks each directory it enters is the one it
+    # listed): a root worker's chown never goes by a path. It runs before any sandbox has used
+    # this tree (its owner is not the sandbox's yet), so nothing swaps directories under it; the
+    # file tools' own walk (agent.tools.tree_walk) stops at 64 levels, which a clone may pass.
     for _directory, subdirectories, files, directory_fd in os.fwalk(path):
         for name in [*subdirectories, *files]:
             os.chown(name, *owner, dir_fd=directory_fd, follow_symlinks=False)
