@@ -9,14 +9,13 @@ agent's history (the inherited snapshot) instead of an empty one.
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import Field
 
 from agent.delegation import texts
 from agent.delegation._binding import MAX_AGENT_DEPTH, AgentBinding
 from agent.delegation._fork import fork_incompatibility, fork_prompt, fork_seed
 from agent.delegation.launcher import ChildSpec, SpawnRefused, SpawnRequest
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools.accesses import Access
 from agent.tools.base import Tool, ToolContext, ToolResult, error_result
@@ -72,7 +71,7 @@ class AgentTool(Tool[AgentParams]):
         assert binding is not None  # unavailable_reason keeps an unbound tool from running
         try:
             request = SpawnRequest(context.tool_call_id, self._child(args, binding), args.run_in_background)
-            spawned = await asyncio.to_thread(binding.launcher.spawn, request)
+            spawned = await in_thread(binding.launcher.spawn, request)
         except SpawnRefused as refused:
             return error_result(str(refused))
         if args.run_in_background:

@@ -7,14 +7,13 @@ not fail the swarm.
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import Field, model_validator
 
 from agent.delegation import texts
 from agent.delegation._binding import MAX_AGENT_DEPTH, AgentBinding
 from agent.delegation._fork import fork_incompatibility, fork_prompt, fork_seed
 from agent.delegation.launcher import ChildSpec, SpawnRefused, SwarmRequest
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools.accesses import Access
 from agent.tools.base import Tool, ToolContext, ToolResult, error_result
@@ -76,7 +75,7 @@ class AgentSwarmTool(Tool[AgentSwarmParams]):
         assert binding is not None
         try:
             request = self._request(args, binding, context.tool_call_id)
-            await asyncio.to_thread(binding.launcher.spawn_swarm, request)
+            await in_thread(binding.launcher.spawn_swarm, request)
         except SpawnRefused as refused:
             return error_result(str(refused))
         return ToolResult(

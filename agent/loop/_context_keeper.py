@@ -28,10 +28,10 @@ from agent.compaction import (
     should_block,
     should_compact,
 )
-from agent.loop._off_loop import over_messages
 from agent.loop.ports import CompactionFinished, CompactionStarted, TurnEvent
 from agent.messages import Message
 from agent.model.base import ChatModel, ModelRequest
+from agent.offload import over_messages
 from agent.tokens import estimate_message
 
 T = TypeVar("T")

@@ -22,7 +22,6 @@ from agent.compaction import CompactionConfig
 from agent.fold import HistoryFold
 from agent.loop._call_ids import normalize_call_ids, seen_call_ids
 from agent.loop._context_keeper import ContextKeeper, ContextTooLargeError
-from agent.loop._off_loop import over_messages
 from agent.loop._step_records import call_event, failed_outcome, model_failure_text
 from agent.loop._stopping import TurnStopped, TurnStopping
 from agent.loop.parking import ApprovalCheck, approver_for
@@ -45,6 +44,7 @@ from agent.loop.ports import (
 from agent.messages import Message, ToolCall
 from agent.model.base import ChatModel, ModelRequest, ModelResponse, StreamListener
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
+from agent.offload import in_thread, over_messages
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
 from agent.projection.report import ProjectionReporter, Telemetry
@@ -355,7 +355,7 @@ class Loop:
 
         In a thread: taking input may download the files a message shared (jobs.turn.attachments),
         which must not hold up the other turns sharing this event loop."""
-        arrived = await asyncio.to_thread(self.sink.take_input)
+        arrived = await in_thread(self.sink.take_input)
         for message, record_id in arrived:
             self.folder.apply({"type": "context.append_message", "message": message.model_dump()}, record_id)
             steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=turn_id)

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from agent.messages import ToolCall
+from agent.offload import in_thread
 from agent.tools import texts
 from agent.tools._scheduler import ToolScheduler
 from agent.tools.base import ToolCallResult, ToolResult, error_result
@@ -73,7 +74,7 @@ class ToolExecutor:
 
     async def finalize_async(self, call: ToolCall, result: ToolResult) -> ToolResult:
         result = normalize_tool_result(result)
-        return await asyncio.to_thread(
+        return await in_thread(
             truncate_for_model, result, tool_name=call.name, tool_call_id=call.id, workspace=self.workspace
         )
 

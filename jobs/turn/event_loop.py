@@ -6,8 +6,8 @@ job (dequeue, execution record, result) and a turn's synchronous start and end (
 fold, notices) stay in the job's thread; `run_coroutine` hands the turn's steps to the loop and
 waits for them. Without a shared loop (a forking worker, a test, a command) it is `asyncio.run`.
 
-CPU-bound steps are kept off the loop (the file tools and the projection of a long history run
-in threads; grep's matching runs in another process, agent/tools/cpu_pool.py); the loop
+CPU-bound and blocking steps are kept off the loop (agent/offload.py: the file tools and the
+projection of a long history run in its lane of threads; grep's matching in its processes); the loop
 watches itself and logs any stall longer than STALL_WARN_S, and its longest stall when the
 process stops, so a step that blocks it does not go unseen.
 """

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from pydantic import Field
 
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
@@ -91,7 +91,7 @@ class EditFile(Tool[EditFileParams]):
         )
 
     async def _edit(self, path: Path, args: EditFileParams, context: ToolContext) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_edit, context.workspace, path, context.show(path), args))
+        return ToolResult(await in_thread(_edit, context.workspace, path, context.show(path), args))
 
     async def run(self, args: EditFileParams, context: ToolContext) -> ToolResult:
         return await self._edit(context.resolve(args.path), args, context)

@@ -9,7 +9,6 @@ directory is listed as a match, not entered. The pattern is the model's: runs of
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from pathlib import Path, PurePosixPath
@@ -17,6 +16,7 @@ from pathlib import Path, PurePosixPath
 import regex
 from pydantic import Field
 
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
@@ -170,9 +170,7 @@ class Glob(Tool[GlobParams]):
         forget = context.signal.add_callback(lambda _reason: stop.set())
         walk = _Walk(args.pattern, stop, self.time_limit_s)
         try:
-            return ToolResult(
-                await asyncio.to_thread(_glob, context.workspace, root, context.show(root), walk)
-            )
+            return ToolResult(await in_thread(_glob, context.workspace, root, context.show(root), walk))
         finally:
             forget()
             stop.set()  # a call given up on (cancelled task) ends its walk too

@@ -3,7 +3,7 @@
 The pattern is the model's, so it may backtrack catastrophically. It is matched with the
 `regex` package (the same syntax as `re`), which takes a time limit: a bad pattern ends as a
 tool error at the limit instead of keeping a core busy after its turn. The search runs in the
-CPU pool (agent.tools.cpu_pool), so reading a large tree line by line does not hold up the other
+CPU lane (agent.offload.in_process), so reading a large tree line by line does not hold up the other
 turns of the worker; Stop reaches it between lines (a marker file, see _Matcher), and one line's
 match is bounded by the time limit.
 
@@ -27,11 +27,11 @@ from pathlib import Path, PurePosixPath
 import regex
 from pydantic import Field
 
+from agent.offload import in_process
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin.common import Params, ToolError, said_to_the_model
-from agent.tools.cpu_pool import in_cpu_pool
 from agent.tools.defaults import (
     BINARY_SNIFF_BYTES,
     GREP_DEFAULT_MAX_RESULTS,
@@ -227,7 +227,7 @@ class Grep(Tool[GrepParams]):
         matcher = _Matcher(pattern, self.time_limit_s, str(marker))
         forget = context.signal.add_callback(lambda _reason: _stop(marker, self.time_limit_s))
         try:
-            return ToolResult(await in_cpu_pool(_grep, context.workspace, root, matcher, args))
+            return ToolResult(await in_process(_grep, context.workspace, root, matcher, args))
         finally:
             forget()
 

@@ -18,6 +18,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import httpx
 
+from agent.offload import in_thread
 from agent.tools.builtin._addresses import IPAddress, parse_address
 from agent.tools.builtin.common import ToolError
 from agent.tools.builtin.http_policy import HttpGetPolicy, normal_host
@@ -95,7 +96,7 @@ async def _addresses_of(host: str, port: int, resolver: Resolver, timeout: float
     if _is_address(host):
         return (parse_address(host),)
     try:
-        found = await asyncio.wait_for(asyncio.to_thread(resolver, host, port), timeout)
+        found = await asyncio.wait_for(in_thread(resolver, host, port), timeout)
         addresses = tuple(parse_address(text) for text in found)
     except TimeoutError:
         raise ToolError(f"Resolving {host} timed out after {timeout:g} seconds.") from None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
 from pydantic import Field
 
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
@@ -62,7 +62,7 @@ class ListDir(Tool[ListDirParams]):
         return ToolExecution(run=lambda: self._list(path, context), accesses=acc.search_tree(str(path)))
 
     async def _list(self, path: Path, context: ToolContext) -> ToolResult:
-        return ToolResult(await asyncio.to_thread(_list, context.workspace, path, context.show(path)))
+        return ToolResult(await in_thread(_list, context.workspace, path, context.show(path)))
 
     async def run(self, args: ListDirParams, context: ToolContext) -> ToolResult:
         return await self._list(context.resolve(args.path), context)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from typing import BinaryIO
 
 from pydantic import Field
 
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin.common import (
@@ -149,7 +149,7 @@ class ReadFile(Tool[ReadFileParams]):
             if looks_binary_data(data):
                 raise ToolError(binary_text(shown))
             return ToolResult(_page(io.BytesIO(data), shown, args.offset, args.limit))
-        return ToolResult(await asyncio.to_thread(_read, context.workspace, path, shown, args))
+        return ToolResult(await in_thread(_read, context.workspace, path, shown, args))
 
     async def run(self, args: ReadFileParams, context: ToolContext) -> ToolResult:
         return await self._read(context.resolve(args.path), args, context)

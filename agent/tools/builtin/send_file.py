@@ -7,12 +7,12 @@ sender (a sub-agent, a test registry) the tool says it is not available.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import Field
 
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
@@ -75,9 +75,9 @@ class SendFile(Tool[SendFileParams]):
         if self.sender is None:
             raise ToolError(UNAVAILABLE)
         shown = context.show(path)
-        size = await asyncio.to_thread(_checked_size, context.workspace, path, shown, self.max_bytes)
+        size = await in_thread(_checked_size, context.workspace, path, shown, self.max_bytes)
         title = " ".join(args.title.split())[:MAX_TITLE_CHARS] or path.name
-        await asyncio.to_thread(self.sender.send, shown, title, size, context.tool_call_id)
+        await in_thread(self.sender.send, shown, title, size, context.tool_call_id)
         return ToolResult(f"Sent {shown} ({size:,} bytes) to the thread as “{title}”; it shows there soon.")
 
     async def run(self, args: SendFileParams, context: ToolContext) -> ToolResult:

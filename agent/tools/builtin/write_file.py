@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from pydantic import Field
 
+from agent.offload import in_thread
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
@@ -48,7 +48,7 @@ class WriteFile(Tool[WriteFileParams]):
         return ToolExecution(run=lambda: self._write(path, args, context), accesses=acc.write_file(str(path)))
 
     async def _write(self, path: Path, args: WriteFileParams, context: ToolContext) -> ToolResult:
-        written = await asyncio.to_thread(_write, context.workspace, path, context.show(path), args.content)
+        written = await in_thread(_write, context.workspace, path, context.show(path), args.content)
         return ToolResult(written)
 
     async def run(self, args: WriteFileParams, context: ToolContext) -> ToolResult:

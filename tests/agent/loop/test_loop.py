@@ -71,7 +71,10 @@ def test_steer_lands_after_the_current_tool_results(fake_llm: FakeLLM, tmp_path:
     sink.append_user("run it")
 
     async def steer(loop):
-        await asyncio.sleep(0)  # let the turn start
+        deadline = asyncio.get_running_loop().time() + 10
+        while not fake_llm.requests:  # the turn has taken its input and asked the model
+            assert asyncio.get_running_loop().time() < deadline, "the turn never asked the model"
+            await asyncio.sleep(0.01)
         sink.inbox.append(user_message("also check b"))
         gate.set()
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.offload import process_lane
 from agent.tools import CancelSignal
 from agent.tools.base import ToolContext
 from agent.tools.builtin import Grep
-from agent.tools.cpu_pool import _cpu_pool
 
 pytestmark = pytest.mark.anyio
 FILES = 40
@@ -34,7 +34,7 @@ def context(workspace: Path, signal: CancelSignal) -> ToolContext:
 
 
 async def test_stopped_searches_free_the_pool_for_the_next_one(long_search: Path):
-    pool_size = _cpu_pool()._max_workers
+    pool_size = process_lane()._max_workers
     signals = [CancelSignal() for _ in range(pool_size)]
     searches = [
         asyncio.ensure_future(

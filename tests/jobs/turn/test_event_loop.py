@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from rq.timeouts import JobTimeoutException, TimerDeathPenalty
 
-from agent.loop._off_loop import INLINE_MAX_MESSAGES, over_messages
+from agent.offload import INLINE_MAX_MESSAGES, over_messages
 from jobs import log_context
 from jobs.turn.event_loop import TurnEventLoop
 from tests.polling import wait_for
