@@ -35,8 +35,8 @@ from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin import Shell
 from agent.tools.sandbox import UNSANDBOXED, SandboxConfig, sandbox_problem
+from bench.read_file_probe import FILES, make_files
 
-FILES = 100
 RUNS = 15
 NOOP_BATCH = 1_000
 NOOP_SINGLES = 1_000
@@ -88,17 +88,6 @@ async def timed_one_by_one(executor: ToolExecutor, calls: Sequence[ToolCall]) ->
         (result,) = await run_batch(executor, [tool_call])
         assert not result.is_error, result
     return time.perf_counter() - start
-
-
-def make_files(workspace: Path) -> list[ToolCall]:
-    calls = []
-    for index in range(FILES):
-        name = f"src/file_{index:03d}.py"
-        path = workspace / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(f"line {n} of file {index}\n" for n in range(40)))
-        calls.append(ToolCall(id=f"read_{index}", name="read_file", arguments=json.dumps({"path": name})))
-    return calls
 
 
 def noop_calls(count: int) -> list[ToolCall]:

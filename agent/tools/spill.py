@@ -9,7 +9,6 @@ the file, a 4,096-char head and 1,024-char tail preview (long lines cut), and th
 from __future__ import annotations
 
 import logging
-import os
 import re
 import uuid
 from pathlib import Path
@@ -25,7 +24,7 @@ from agent.tools.defaults import (
     TOOL_RESULT_MAX_RETAINED_CHARS,
 )
 from agent.tools.output import cut_long_lines
-from agent.tools.workspace import PathSecurityError, create_new, give_fd_to_workspace_owner, open_directory
+from agent.tools.workspace import PathSecurityError, write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +56,12 @@ def spillable_text(result: ToolResult) -> str | None:
 
 
 def save_spill_file(workspace: Path, stem: str, text: str) -> str:
-    """Write atomically; returns the workspace-relative path of the file. The directory is opened
-    the one way into the workspace: a link planted at `.threadline/tool-results` (by the shell, or
-    committed in a cloned repository) is refused, never written through."""
-    directory = open_directory(workspace, SPILL_DIR, create=True)
-    try:
-        name = f"{stem}-{uuid.uuid4()}.txt"
-        partial = f".partial-{uuid.uuid4().hex}.txt"
-        descriptor = create_new(directory, partial)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8", errors="replace", newline="") as handle:
-                give_fd_to_workspace_owner(workspace, handle.fileno())
-                handle.write(text)
-            os.replace(partial, name, src_dir_fd=directory, dst_dir_fd=directory)
-        except BaseException:
-            os.unlink(partial, dir_fd=directory)
-            raise
-    finally:
-        os.close(directory)
-    return f"{SPILL_DIR}/{name}"
+    """Write atomically; returns the workspace-relative path of the file. It is written the one
+    way into the workspace: a link planted at `.threadline/tool-results` (by the shell, or
+    committed in a cloned repository) that leads out is refused, never written through."""
+    path = f"{SPILL_DIR}/{stem}-{uuid.uuid4()}.txt"
+    write_bytes(workspace, path, text.encode("utf-8", errors="replace"))
+    return path
 
 
 def preview_lines(text: str) -> list[str]:

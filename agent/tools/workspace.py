@@ -335,9 +335,3 @@ def _replace(workspace: Path, directory: int, name: str, data: bytes, old: os.st
         raise
     finally:
         os.close(fd)
-
-
-def create_new(directory: int, name: str) -> int:
-    """A new, empty file `name` in `directory`, open for writing; FileExistsError if the name is
-    taken by anything, a link included."""
-    return os.open(name, _NEW_FILE_FLAGS, NEW_FILE_MODE, dir_fd=directory)
