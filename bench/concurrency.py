@@ -68,6 +68,11 @@ def fill_workspace(workdir: Path, key: SessionKey) -> None:
         (workspace / f"notes{index}.txt").write_text(body)
 
 
+def workers_ready(stack: Stack, redis: Redis) -> bool:
+    """Each worker says it started once its imports are done; RQ registers it after that."""
+    return stack.log("worker").count(" worker started (pid ") == 2 and Worker.count(connection=redis) == 2
+
+
 def rss_bytes(root: int) -> int:
     """Resident memory of `root` and every process below it."""
     total = 0
@@ -124,8 +129,7 @@ def main() -> None:
             "worker", [THREADLINE, "worker", "--turn-concurrency", str(args.turn_concurrency)]
         )
         try:
-            wait_until(lambda: Worker.count(connection=redis) == 2, 60, "the delivery and turn workers")
-            time.sleep(2)  # the workers' imports and first Redis calls are done
+            wait_until(lambda: workers_ready(stack, redis), 60, "the delivery and turn workers")
             idle_rss = rss_bytes(worker.pid)
             roots = [
                 slack.add_user_message(f"C{1000 + i}", f"<@{BOT_USER_ID}> job {i}", user=f"W{i:06d}")

@@ -120,6 +120,9 @@ def wait_idle(redis: Redis, keys: list[SessionKey], timeout: float = 120) -> Non
         time.sleep(0.005)
 
 
+DISPATCH_DEADLINE_S = 60.0  # a mention that has not reached the model by then is lost, not slow
+
+
 def dispatch_latency(redis: Redis, slack: FakeSlack, clock: Clock, tag: str, runs: int = 30) -> list[float]:
     latencies = []
     for index in range(runs + 3):
@@ -127,7 +130,10 @@ def dispatch_latency(redis: Redis, slack: FakeSlack, clock: Clock, tag: str, run
         started = time.perf_counter()
         submit_input(redis, key, user_input, turn_timeout_s=600)
         marker = f"<@U1>: {tag} {index}"
+        deadline = time.monotonic() + DISPATCH_DEADLINE_S
         while marker not in clock.first_request:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"turn {index} never asked the model")
             time.sleep(POLL_S)
         wait_idle(redis, [key])
         if index >= 3:  # the first few warm the workers up
