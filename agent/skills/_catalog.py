@@ -114,9 +114,7 @@ def _read_confined(workspace: Path, path: Path, source: SkillSource) -> Skill | 
         return None
     except ws.PathSecurityError:
         return SkillParseError(path, OUTSIDE)
-    except ValueError as error:  # too large, or not UTF-8
-        return SkillParseError(path, f"cannot be read ({error})")
-    except (OSError, ws.NotAFileOrDirectory) as error:
+    except (ValueError, OSError, ws.NotAFileOrDirectory) as error:  # too large, not UTF-8, a FIFO…
         return SkillParseError(path, f"cannot be read ({error})")
     return parse_skill(text, path, source)
 

@@ -30,6 +30,7 @@ from agent.tools._beneath import MAX_LINKS, LeavesDirectory, open_beneath
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC  # links beneath: see _beneath
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 NEW_FILE_MODE = 0o644
 PARTIAL_MODE = 0o600  # what a new file is until it is written and owned as it should be
@@ -154,8 +155,11 @@ def open_directory(workspace: Path, path: Path | str, *, create: bool = False) -
     """A descriptor of the directory at `path`, made (with its parents, owned like the workspace)
     when `create` and missing. The caller closes it."""
     relative = _relative(workspace, path)
-    if not create:
-        return _open_from_root(workspace, relative, _ROOT_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        return _open_from_root(workspace, relative, _DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            raise
     parts = [part for part in relative.split("/") if part not in ("", ".")]
     fd = _open_root(workspace)
     try:
@@ -163,7 +167,7 @@ def open_directory(workspace: Path, path: Path | str, *, create: bool = False) -
             _make_directory(workspace, fd, part)
             os.close(fd)
             fd = -1
-            fd = _open_from_root(workspace, "/".join(parts[: depth + 1]), _ROOT_FLAGS & ~os.O_NOFOLLOW)
+            fd = _open_from_root(workspace, "/".join(parts[: depth + 1]), _DIRECTORY_FLAGS)
     except BaseException:
         if fd >= 0:
             os.close(fd)
@@ -196,10 +200,11 @@ def give_fd_to_workspace_owner(workspace: Path, fd: int) -> None:
 def read_bytes(workspace: Path, path: Path | str, max_bytes: int) -> bytes:
     """The bytes of the regular file at `path`; IsADirectoryError for a directory, ValueError
     when it holds more than `max_bytes`."""
-    with open_entry(workspace, path) as opened:
+    relative = _relative(workspace, path)
+    with open_entry(workspace, relative) as opened:
         if opened.is_directory:
-            raise IsADirectoryError(f"{_relative(workspace, path)} is a directory")
-        return read_at_most(opened.fd, max_bytes, _relative(workspace, path))
+            raise IsADirectoryError(f"{relative} is a directory")
+        return read_at_most(opened.fd, max_bytes, relative)
 
 
 def read_at_most(fd: int, max_bytes: int, shown: str) -> bytes:
@@ -219,8 +224,7 @@ def read_at_most(fd: int, max_bytes: int, shown: str) -> bytes:
 
 @dataclass(frozen=True)
 class Written:
-    created: bool
-    size: int
+    created: bool  # no file was there before
 
 
 def write_bytes(workspace: Path, path: Path | str, data: bytes) -> Written:
@@ -245,7 +249,7 @@ def _write_once(workspace: Path, relative: str, data: bytes) -> Written:
         except FileNotFoundError:
             info = None
         _replace(workspace, directory, name, data, info)
-        return Written(created=info is None, size=len(data))
+        return Written(created=info is None)
 
 
 def _edit_once(workspace: Path, relative: str, change: Callable[[bytes], bytes], max_bytes: int) -> Written:
@@ -253,7 +257,7 @@ def _edit_once(workspace: Path, relative: str, change: Callable[[bytes], bytes],
         with _open_at(directory, name, shown) as old:
             data = change(read_at_most(old.fd, max_bytes, shown))
         _replace(workspace, directory, name, data, old.info)
-        return Written(created=False, size=len(data))
+        return Written(created=False)
 
 
 class _FinalLink(Exception):

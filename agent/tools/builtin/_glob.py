@@ -98,18 +98,18 @@ class _Walk:
         self.limit_s = limit_s
         self.deadline = time.monotonic() + limit_s
 
-    def check(self) -> None:
+    def check(self) -> float:
+        """The seconds left; stops at Stop or past the deadline."""
         if self.stop.is_set():
             raise ToolError(STOPPED)
-        if time.monotonic() > self.deadline:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
             raise ToolError(TOO_SLOW.format(pattern=self.text, limit=self.limit_s))
+        return remaining
 
     def matches(self, relative: str) -> bool:
-        self.check()
-        remaining = self.deadline - time.monotonic()
+        remaining = self.check()
         try:
-            if remaining <= 0:
-                raise TimeoutError
             return self.regex.fullmatch(relative, timeout=remaining) is not None
         except TimeoutError:
             raise ToolError(TOO_SLOW.format(pattern=self.text, limit=self.limit_s)) from None

@@ -31,9 +31,8 @@ from agent.offload import in_process
 from agent.tools import accesses as acc
 from agent.tools import workspace as ws
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
-from agent.tools.builtin.common import Params, ToolError, said_to_the_model
+from agent.tools.builtin.common import Params, ToolError, looks_binary_data, said_to_the_model
 from agent.tools.defaults import (
-    BINARY_SNIFF_BYTES,
     GREP_DEFAULT_MAX_RESULTS,
     GREP_MAX_FILE_BYTES,
     GREP_MAX_RESULTS,
@@ -92,22 +91,21 @@ class _Matcher:
         self.deadline = time.monotonic() + self.limit_s
         self.next_check = 0.0
 
-    def check(self) -> None:
-        """Stop at the marker (looked for at most every STOP_CHECK_S) or past the deadline."""
+    def check(self) -> float:
+        """The seconds left; stops at the marker (looked for at most every STOP_CHECK_S) or past
+        the deadline."""
         now = time.monotonic()
         if now >= self.next_check:
             self.next_check = now + STOP_CHECK_S
             if os.path.exists(self.stop_marker):
                 raise ToolError(STOPPED)
-        if now > self.deadline:
+        if now >= self.deadline:
             raise ToolError(TIMED_OUT.format(pattern=self.pattern.pattern, limit=self.limit_s))
+        return self.deadline - now
 
     def search(self, line: str) -> bool:
-        self.check()
-        remaining = self.deadline - time.monotonic()
+        remaining = self.check()
         try:
-            if remaining <= 0:
-                raise TimeoutError
             return self.pattern.search(line, timeout=remaining, concurrent=True) is not None
         except TimeoutError:
             raise ToolError(TIMED_OUT.format(pattern=self.pattern.pattern, limit=self.limit_s)) from None
@@ -158,7 +156,7 @@ def _text_of(fd: int) -> bytes | None:
         data = os.pread(fd, GREP_MAX_FILE_BYTES + 1, 0)
     except OSError:
         return None
-    if len(data) > GREP_MAX_FILE_BYTES or b"\x00" in data[:BINARY_SNIFF_BYTES]:
+    if len(data) > GREP_MAX_FILE_BYTES or looks_binary_data(data):
         return None
     return data
 
