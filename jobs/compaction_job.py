@@ -21,6 +21,7 @@ from agent.compaction import (
 )
 from agent.messages import Message
 from agent.model.base import ChatModel
+from agent.offload import in_thread
 from agent.tokens import estimate_request_overhead
 from jobs import runtime
 from jobs.keys import SessionKey
@@ -90,18 +91,22 @@ class _SessionCompaction:
         self.store = store
         self.by = by
 
-    def write(self, record: BaseModel, stage: CompactionStage) -> str:
+    async def write(self, record: BaseModel, stage: CompactionStage) -> str:
+        return await in_thread(self._write, record)
+
+    def _write(self, record: BaseModel) -> str:
         record_id = self.store.append(record)  # the job holds the lease; it appends each record once
         counted = usage_to_count(record, record_id)
         if counted is not None:  # the summary request, charged to whoever asked for the compaction
             UsageMeter(self.store.redis, self.store.key, MANUAL_COMPACTION, self.by).count(*counted)
         return record_id
 
-    def current_history(self) -> list[Message]:
-        return load_fold(self.store).history
+    async def current_history(self) -> list[Message]:
+        return await in_thread(lambda: load_fold(self.store).history)
 
-    def save_checkpoint(self, through: str) -> None:
-        save_checkpoint(self.store, self.current_history(), through)
+    async def save_checkpoint(self, through: str) -> None:
+        history = await self.current_history()
+        await in_thread(save_checkpoint, self.store, history, through)
 
     async def cancellable(self, work: Awaitable[T]) -> T:
         return await work  # nothing cancels a manual compaction

@@ -23,7 +23,7 @@ from jobs.delegation.children import active_children, child_info, forget_child
 from jobs.delegation.tree_cards import close_card
 from jobs.delegation.waits import StepWaits
 from jobs.input import record_input
-from jobs.keys import SessionKey, cancel_key, turn_queued_key
+from jobs.keys import CANCELS_CHANNEL, SessionKey, cancel_key, turn_queued_key
 from jobs.queues import (
     COMPACTION_JOB,
     SERIALIZER,
@@ -106,6 +106,7 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
     if state == "running":
         redis.set(cancel_key(key), by, ex=CANCEL_FLAG_TTL_S)
         store.meta.note_cancel_asked(now_ms())
+        wake_the_turn(redis, key)
         return ControlResult(ok=True, message="Stopping the running turn; tools get 2 seconds to finish.")
     if state == "queued":
         return _cancel_queued(store, by)
@@ -114,6 +115,11 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
     if state == "awaiting_agents":
         return _cancel_waiting(store, by)
     return ControlResult(ok=False, message="Nothing is running in that thread.")
+
+
+def wake_the_turn(redis: Redis, key: SessionKey) -> None:
+    """Tell the process running `key`'s turn that its cancel flag is set (jobs.turn.cancels)."""
+    redis.publish(CANCELS_CHANNEL, str(key))
 
 
 def _cancel_queued(store: SessionStore, by: str) -> ControlResult:

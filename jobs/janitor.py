@@ -23,7 +23,7 @@ from redis import Redis
 from agent.loop.turn_loop import ABANDONED
 from agent.wire import AppendLoopEvent, StepEnd, TurnEnded
 from jobs import metrics, runtime
-from jobs.control import cancel_requested_by
+from jobs.control import cancel_requested_by, wake_the_turn
 from jobs.delegation.endings import child_lost
 from jobs.keys import (
     JANITOR_LOCK,
@@ -47,6 +47,7 @@ from jobs.turn.summaries import short_arguments
 log = logging.getLogger(__name__)
 
 JANITOR_EVERY_S = 10  # with the 20 s lease, a dead worker is noticed within 30 s
+CANCEL_RESEND_S = 2  # a cancel still unheard this long after it was asked is published again
 CANCEL_BACKSTOP_S = 15  # a turn still running this long after a cancel loses its lease
 INTERRUPTED_TEXT = (
     "The worker running this turn stopped unexpectedly. Nothing was re-run; "
@@ -70,7 +71,7 @@ def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
 
 def _sweep_running(store: SessionStore, member: bytes | str) -> bool:
     """A session that took a lease: True when its turn's worker died mid-turn and it was marked."""
-    if store.redis.exists(store.lease_key) and not _revoked_for_an_ignored_cancel(store):
+    if store.redis.exists(store.lease_key) and not _pressed_an_ignored_cancel(store):
         return False
     store.redis.srem(RUNNING_SESSIONS, member)
     running = state_of(store) == "running"
@@ -162,13 +163,19 @@ def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
     store.post_notice(ProgressNotice(turn_id=turn_id, card=final))
 
 
-def _revoked_for_an_ignored_cancel(store: SessionStore) -> bool:
-    """A turn still holding its lease CANCEL_BACKSTOP_S after a cancel is not hearing it (its
-    loop is stuck): take its lease, so it writes nothing more once it wakes, and end the session
-    here, as cancelled. No RQ command: a thread-based worker ignores RQ's stop-job."""
+def _pressed_an_ignored_cancel(store: SessionStore) -> bool:
+    """A turn still running CANCEL_RESEND_S after a cancel may have missed its wake-up (its
+    process was resubscribing): publish it again. One still holding its lease
+    CANCEL_BACKSTOP_S after is not hearing it (its loop is stuck): take its lease, so it writes
+    nothing more once it wakes, and end the session here, as cancelled (True). No RQ command:
+    a thread-based worker ignores RQ's stop-job."""
     meta = store.meta.read()
     asked_at = meta.cancel_at or 0
-    if not asked_at or now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000:
+    waited_ms = now_ms() - asked_at
+    if not asked_at or waited_ms < CANCEL_RESEND_S * 1000:
+        return False
+    if waited_ms < CANCEL_BACKSTOP_S * 1000:
+        wake_the_turn(store.redis, store.key)
         return False
     holder = store.redis.get(store.lease_key)
     if not cancel_requested_by(store.redis, store.key) or holder is None or not revoke(store, text(holder)):

@@ -151,6 +151,11 @@ def cancel_key(key: SessionKey) -> str:
     return key.redis_key("cancel")
 
 
+# Pub/sub: a session key, published with every cancel of a running turn; the process running
+# that turn hears it (jobs.turn.cancels). The `cancel` flag above is the durable record.
+CANCELS_CHANNEL: Final = f"{PREFIX}:cancels"
+
+
 def unknown_result_notice_key(key: SessionKey, tool_call_id: str) -> str:
     """String: set once the janitor posted the unknown-result notice of this call (jobs.janitor)."""
     return key.redis_key(f"unknown:{tool_call_id}")
@@ -335,11 +340,6 @@ def card_children_key(key: SessionKey) -> str:
     return key.redis_key("card_children")
 
 
-def card_lock_key(key: SessionKey) -> str:
-    """String: held while the card is composed and passed up (jobs.delegation.tree_cards)."""
-    return key.redis_key("card_lock")
-
-
 def workspace_writers_key(workspace_digest: str) -> str:
     """Hash: holder → lease expiry and the entries it writes, for one workspace
     (jobs.delegation.write_lock). A hash tag of its own: sessions of one workspace share it."""
@@ -415,7 +415,7 @@ def fixed_session_keys(key: SessionKey) -> list[str]:
     named = (wire_key, wire_index_key, checkpoint_key, meta_key, inbox_key, outbox_key, lease_key,
              turn_queued_key, turn_wanted_key, cancel_key, approvals_key, approval_states_key,
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
-             card_children_key, card_lock_key, delivery_queued_key, delivering_key, deliver_again_key,
+             card_children_key, delivery_queued_key, delivering_key, deliver_again_key,
              ledger_key, in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key,
              live_key, feedback_key, repairs_key, usage_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 
 _scripts: dict[tuple[int, str], Any] = {}
 
 
-def lua(redis: Redis, source: str) -> Any:
+def lua(redis: Redis | AsyncRedis, source: str) -> Any:
+    """`source` registered on `redis`; on an asyncio client, calling it gives an awaitable."""
     cache_key = (id(redis), source)
     script = _scripts.get(cache_key)
     if script is None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 
 from agent.messages import Message
 from agent.wire import AppendLoopEvent, ApplyCompaction, StepBegin
@@ -125,7 +126,15 @@ class UsageMeter:
 
     def count(self, step_uuid: str, usage: Mapping[str, Any], day: str | None = None) -> bool:
         """Add one step's usage everywhere; False when it had been counted already."""
-        day = day or utc_day()
+        keys, args = self._counting(step_uuid, usage, day or utc_day())
+        return bool(lua(self.redis, _COUNT)(keys=keys, args=args))
+
+    async def count_on(self, aio: AsyncRedis, step_uuid: str, usage: Mapping[str, Any]) -> bool:
+        """`count` through the asyncio client `aio` (jobs.aio_redis)."""
+        keys, args = self._counting(step_uuid, usage, utc_day())
+        return bool(await lua(aio, _COUNT)(keys=keys, args=args))
+
+    def _counting(self, step_uuid: str, usage: Mapping[str, Any], day: str) -> tuple[list[str], list[Any]]:
         keyed = [(turn_usage_key(self.session, self.turn_id), TURN_TTL_S), (usage_key(self.session), 0)]
         if self.root is not None:
             keyed.append((usage_key(self.root), 0))
@@ -134,7 +143,7 @@ class UsageMeter:
             keyed.append((daily_usage_key(day, self.session.team, "user", self.person), DAY_TTL_S))
         numbers = [_tokens(usage, name) for name in ("input_tokens", "output_tokens", "cached_tokens")]
         args = [step_uuid, *numbers, int(bool(usage.get("estimated"))), *(ttl for _, ttl in keyed)]
-        return bool(lua(self.redis, _COUNT)(keys=[key for key, _ in keyed], args=args))
+        return [key for key, _ in keyed], args
 
 
 def usage_to_count(record: BaseModel, once_key: str) -> tuple[str, Mapping[str, Any]] | None:

@@ -55,15 +55,15 @@ class CompactionOutcome:
 class CompactionPort(Protocol):
     """Where a compaction writes, reads and reports; the loop and the manual job each supply one."""
 
-    def write(self, record: BaseModel, stage: CompactionStage) -> str:
+    async def write(self, record: BaseModel, stage: CompactionStage) -> str:
         """Append `record` (once per stage of this compaction); returns its wire entry id."""
         ...
 
-    def current_history(self) -> list[Message]:
+    async def current_history(self) -> list[Message]:
         """The history as it is now, with everything written so far folded in."""
         ...
 
-    def save_checkpoint(self, through: str) -> None:
+    async def save_checkpoint(self, through: str) -> None:
         """The summary was applied by wire entry `through`: keep the folded history up to it."""
         ...
 
@@ -88,30 +88,30 @@ async def run_compaction(
     """Summarise the oldest part of `history` and apply it, or record why not."""
     tokens_before = overhead + sum(estimate_message(message) for message in history)
     port.started(tokens_before)
-    port.write(FullCompactionBegin(source=source), "begin")
+    await port.write(FullCompactionBegin(source=source), "begin")
     try:
         plan = prepare_compaction(
             history, source, window, config, request_overhead_tokens=overhead, tokens_before=tokens_before
         )
         result = await port.cancellable(summarise(plan, model))
     except (CompactionFailedError, CompactionUnavailableError) as error:
-        return _cancel(port, CompactionOutcome("failed", detail=str(error)))
-    applied = apply_compaction(port.current_history(), plan.history, result)
+        return await _cancel(port, CompactionOutcome("failed", detail=str(error)))
+    applied = apply_compaction(await port.current_history(), plan.history, result)
     if not isinstance(applied, AppliedCompaction):
-        return _cancel(port, CompactionOutcome("stale", detail=applied.reason))
+        return await _cancel(port, CompactionOutcome("stale", detail=applied.reason))
     done = applied.result
     n = done.compacted_count
     record = done.record(wire_start=plan.history[0].id, wire_end=plan.history[n - 1].id)
-    record_id = port.write(record, "apply")
-    port.save_checkpoint(record_id)
-    port.write(FullCompactionComplete(), "complete")
+    record_id = await port.write(record, "apply")
+    await port.save_checkpoint(record_id)
+    await port.write(FullCompactionComplete(), "complete")
     outcome = CompactionOutcome("done", n, done.tokens_before, done.tokens_after, dropped=done.dropped_count)
     return _finish(port, outcome)
 
 
-def _cancel(port: CompactionPort, outcome: CompactionOutcome) -> CompactionOutcome:
+async def _cancel(port: CompactionPort, outcome: CompactionOutcome) -> CompactionOutcome:
     reason = (outcome.detail or "")[:CANCEL_REASON_LIMIT]
-    port.write(FullCompactionCancel(reason=reason), "cancel")
+    await port.write(FullCompactionCancel(reason=reason), "cancel")
     return _finish(port, outcome)
 
 

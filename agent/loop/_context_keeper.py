@@ -54,13 +54,13 @@ class ContextHost(Protocol):
         """The turn's folded history, with every record written so far applied."""
         ...
 
-    def write(self, record: BaseModel, once_key: str) -> str:
+    async def write(self, record: BaseModel, once_key: str) -> str:
         """Record durably (once per key) and fold it in; returns the wire entry id."""
         ...
 
     def report(self, event: TurnEvent) -> None: ...
 
-    def note_checkpoint(self, through: str) -> None:
+    async def note_checkpoint(self, through: str) -> None:
         """A summary was applied by wire entry `through`."""
         ...
 
@@ -119,7 +119,7 @@ class ContextKeeper:
             history, self.window, self.config, request_overhead_tokens=self.overhead
         )
         if pruned is not None:
-            self.host.write(pruned.record(), f"{key}:prune")
+            await self.host.write(pruned.record(), f"{key}:prune")
             self.after_last = pruned.tokens_after
             finished = CompactionFinished(
                 "pruned", 0, pruned.tokens_before, pruned.tokens_after, pruned=len(pruned.replacements)
@@ -145,14 +145,14 @@ class _TurnCompaction:
     turn_id: str
     step: int
 
-    def write(self, record: BaseModel, stage: CompactionStage) -> str:
-        return self.host.write(record, f"{self.key}:{stage}")
+    async def write(self, record: BaseModel, stage: CompactionStage) -> str:
+        return await self.host.write(record, f"{self.key}:{stage}")
 
-    def current_history(self) -> list[Message]:
+    async def current_history(self) -> list[Message]:
         return self.host.history
 
-    def save_checkpoint(self, through: str) -> None:
-        self.host.note_checkpoint(through)
+    async def save_checkpoint(self, through: str) -> None:
+        await self.host.note_checkpoint(through)
 
     async def cancellable(self, work: Awaitable[T]) -> T:
         return await self.host.cancellable(work, self.turn_id, self.step)

@@ -1,8 +1,8 @@
 """How a running turn is stopped from outside: a Stop click, its time limit, or a restart.
 
 A Stop click and the time limit set the turn's `CancelSignal`, which its tools hear at once. A
-Stop click reaches the loop through `TurnSink.cancel_requested`, polled every `CANCEL_POLL_S`;
-the time limit is a timer on the event loop. Whatever the loop awaits then (a model call, a
+Stop click is pushed to the loop by its caller (`Loop.cancel`, on the loop's thread; nothing
+polls); the time limit is a timer on the event loop. Whatever the loop awaits then (a model call, a
 summary) is abandoned, and the turn ends with one `turn.cancel` record.
 
 A restart (`drain`, the worker asked to stop for a deploy) does not end the turn: a model call
@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
 from agent.loop.ports import HANDED_BACK, TurnOutcome, TurnSink
 from agent.tools.cancel import CancelSignal
+from agent.tools.texts import CancelReason
 from agent.wire import TurnCancel
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-CANCEL_POLL_S = 0.25  # a Stop click reaches running tools within this (plus the 2 s grace)
 TIMED_OUT_TEXT = "Turn hit its time limit of {seconds} s and was stopped."
 
 
@@ -40,7 +38,7 @@ class TurnStopped(Exception):
 
 
 class TurnStopping:
-    """The cancel signal of one turn, and what sets it: the Stop poll and the deadline."""
+    """The cancel signal of one turn, and what sets it: a pushed cancel and the deadline."""
 
     def __init__(self, sink: TurnSink, deadline_s: float | None) -> None:
         self.sink = sink
@@ -60,7 +58,11 @@ class TurnStopping:
             grace_s, lambda: self.signal.cancel("worker_restarted", after_s=grace_s)
         )
 
-    def stop_if_cancelled(self, turn_id: str, steps: int) -> None:
+    def cancel(self, reason: CancelReason) -> None:
+        """Stop the turn (a Stop click, a lost lease). On the loop's thread."""
+        self.signal.cancel(reason)
+
+    async def stop_if_cancelled(self, turn_id: str, steps: int) -> None:
         """Raise `TurnStopped` when the turn must stop: handed back while draining (unless a
         cancel came first), else with the cancel recorded when the signal is set."""
         if self.draining and self.signal.reason in (None, "worker_restarted"):
@@ -69,7 +71,9 @@ class TurnStopping:
             return
         reason = self.signal.reason
         assert reason is not None and reason != "worker_restarted"
-        self.sink.record(TurnCancel(turn_id=turn_id, target="active", reason=reason), f"{turn_id}:cancel")
+        await self.sink.record(
+            TurnCancel(turn_id=turn_id, target="active", reason=reason), f"{turn_id}:cancel"
+        )
         if self.timed_out:
             seconds = int(self.deadline_s or 0)
             raise TurnStopped(
@@ -94,24 +98,13 @@ class TurnStopping:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
-        self.stop_if_cancelled(turn_id, step)
+        await self.stop_if_cancelled(turn_id, step)
         raise AssertionError("unreachable: the signal was set or the turn is draining")
 
     def _drained_event(self) -> asyncio.Event:
         if self._drained is None:  # made on the loop that awaits it
             self._drained = asyncio.Event()
         return self._drained
-
-    async def watch(self) -> None:
-        """Poll for a Stop click until the signal is set."""
-        while not self.signal.cancelled:
-            try:
-                if self.sink.cancel_requested():
-                    self.signal.cancel("user_cancelled")
-                    return
-            except Exception:  # a Redis blip must not kill the turn; the next poll retries
-                log.warning("could not read the cancel flag", exc_info=True)
-            await asyncio.sleep(CANCEL_POLL_S)
 
     def start_deadline(self) -> asyncio.TimerHandle | None:
         if self.deadline_s is None:

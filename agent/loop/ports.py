@@ -1,8 +1,12 @@
 """What a running turn needs from the outside world, as small protocols the caller implements.
 
 The loop never touches Redis or Slack: it records through a `TurnSink` (durable, idempotent
-appends to the wire log), takes steering input from it, asks it whether the people in the
-thread cancelled, and tells a `TurnReporter` what is happening so the thread can show it.
+appends to the wire log), takes steering input from it, and tells a `TurnReporter` what is
+happening so the thread can show it. A cancel is pushed to it (`Loop.cancel`), never polled.
+
+Every port the loop awaits is async, so a slow store delays only the turn that waits on it,
+never the other turns sharing its event loop. The reporter and the step text stay synchronous
+and must not do I/O: they note what happened and let a publisher of the caller's show it.
 """
 
 from __future__ import annotations
@@ -20,25 +24,23 @@ from agent.tools.policy import ApprovalDecision
 
 
 class TurnSink(Protocol):
-    def record(self, record: BaseModel, once_key: str) -> str:
+    async def record(self, record: BaseModel, once_key: str) -> str:
         """Append durably, once per key; returns the wire entry id."""
         ...
 
-    def take_input(self) -> list[tuple[Message, str]]:
+    async def take_input(self) -> list[tuple[Message, str]]:
         """User messages that arrived since the last call, already on the wire: (message, entry id)."""
         ...
 
-    def cancel_requested(self) -> bool: ...
-
-    def compacted(self, history: list[Message], through: str) -> None:
+    async def compacted(self, history: list[Message], through: str) -> None:
         """A compaction was applied: `history` is the folded history up to wire entry `through`."""
         ...
 
-    def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+    async def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
         """These calls wait for a person's approval; the turn ends and frees its worker."""
         ...
 
-    def repaired(self, step: int, repair: ProjectionRepair) -> None:
+    async def repaired(self, step: int, repair: ProjectionRepair) -> None:
         """The projection for `step`'s model request repaired the history in a new way (it is
         told once per change, not before every request); keep it on the session's record."""
         ...
@@ -65,7 +67,7 @@ class ParkedCall:
 class DeferredResults(Protocol):
     """Where the results of deferred calls (sub-agents) come from."""
 
-    def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+    async def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
         """Their results if every one has arrived; otherwise None and the step parks until they do."""
         ...
 
@@ -73,7 +75,7 @@ class DeferredResults(Protocol):
 class NoDeferredResults:
     """For loops without sub-agents: a deferred call has no source, so the step parks."""
 
-    def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+    async def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
         return None
 
 
@@ -137,7 +139,9 @@ TurnEvent = (
 
 
 class TurnReporter(Protocol):
-    def report(self, event: TurnEvent) -> None: ...
+    def report(self, event: TurnEvent) -> None:
+        """Called on the turn's event loop: note the event, do no I/O (see the module's doc)."""
+        ...
 
 
 class NullReporter:

@@ -10,7 +10,6 @@ never writes the same event twice.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from agent.loop.ports import (
 from agent.messages import Message, ToolCall
 from agent.model.base import ChatModel, ModelRequest, ModelResponse, StreamListener
 from agent.model.errors import ContextOverflowError, ModelError, StructureRejectedError
-from agent.offload import in_thread, over_messages
+from agent.offload import over_messages
 from agent.projection.incremental import IncrementalProjector
 from agent.projection.projector import project_strict
 from agent.projection.report import ProjectionReporter, Telemetry
@@ -53,6 +52,7 @@ from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
 from agent.tools.policy import Approver
+from agent.tools.texts import CancelReason
 from agent.wire import (
     AppendLoopEvent,
     AppendMessage,
@@ -133,29 +133,31 @@ class Loop:
         """The worker is restarting: hand this turn back (agent/loop/_stopping.py). On its loop."""
         self.stopping.drain(grace_s)
 
+    def cancel(self, reason: CancelReason = "user_cancelled") -> None:
+        """Stop this turn: a Stop click, or its lease lost (agent/loop/_stopping.py). On its loop."""
+        self.stopping.cancel(reason)
+
     async def run_turn(self, turn_id: str, parked: ParkedStep | None = None) -> TurnOutcome:
         self.turn_id = turn_id
-        watcher = asyncio.ensure_future(self.stopping.watch())
         timer = self.stopping.start_deadline()
         try:
             outcome = await self._run(turn_id, parked)
         except TurnStopped as stopped:
             outcome = stopped.outcome
         finally:
-            watcher.cancel()
             if timer is not None:
                 timer.cancel()
         if ENDINGS[outcome.reason].wire is not None:
-            self._end(turn_id, outcome)
+            await self._end(turn_id, outcome)
         return outcome
 
     async def _run(self, turn_id: str, parked: ParkedStep | None) -> TurnOutcome:
         steps = 0
         if parked is not None and (waiting := await self._finish_parked(parked)) is not None:
             return waiting
-        self._settle_abandoned_step(turn_id)
+        await self._settle_abandoned_step(turn_id)
         while True:
-            self.stopping.stop_if_cancelled(turn_id, steps)
+            await self.stopping.stop_if_cancelled(turn_id, steps)
             await self._take_input(turn_id, steps)
             if steps >= self.config.max_steps_per_turn:
                 error = MAX_STEPS_TEXT.format(n=self.config.max_steps_per_turn)
@@ -178,22 +180,24 @@ class Loop:
         step_uuid = f"{turn_id}-s{step}"
         calls = normalize_call_ids(response.message.tool_calls, self._seen_ids)
         usage = answer_usage(response, request, self.keeper.overhead)
-        self._record_step(StepBegin(uuid=step_uuid, turn_id=turn_id, step=step, usage=usage), response, calls)
+        await self._record_step(
+            StepBegin(uuid=step_uuid, turn_id=turn_id, step=step, usage=usage), response, calls
+        )
         if self.live is not None:
             self.live.written(step, response.message.text(), calls)
         if not calls:
-            self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)
+            await self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)
             return response.message.text()
         parked = self.needs_approval(calls, self.signal)
         if parked:
-            self.sink.park(step_uuid, parked)
+            await self.sink.park(step_uuid, parked)
             return TurnOutcome("awaiting_approval", steps=step)
         deferred = await self._run_batch(step_uuid, step, calls, approver=None)
-        if self._await_deferred(step_uuid, deferred):
+        if await self._await_deferred(step_uuid, deferred):
             return TurnOutcome("awaiting_agents", steps=step)
         finish = "interrupted" if self.signal.cancelled else "tool_calls"
-        self._end_step(step_uuid, turn_id, step, finish, usage)
-        self.stopping.stop_if_cancelled(turn_id, step)
+        await self._end_step(step_uuid, turn_id, step, finish, usage)
+        await self.stopping.stop_if_cancelled(turn_id, step)
         return None
 
     # -- model --------------------------------------------------------------------------
@@ -235,7 +239,7 @@ class Loop:
             messages = await over_messages(unseen, lambda: self.projector.project(history, self.anomalies))
         repair = self.anomalies.report()
         if repair is not None:
-            self.sink.repaired(step, repair)
+            await self.sink.repaired(step, repair)
         return ModelRequest.model_construct(
             messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None
         )
@@ -256,40 +260,40 @@ class Loop:
             if result.deferred:
                 deferred.append(by_id[call_id])
             else:
-                self._record_result(step_uuid, by_id[call_id], result)
+                await self._record_result(step_uuid, by_id[call_id], result)
         return deferred
 
-    def _record_result(self, step_uuid: str, call: ToolCall, result: ToolResult) -> None:
+    async def _record_result(self, step_uuid: str, call: ToolCall, result: ToolResult) -> None:
         payload = ToolResultPayload(output=result.output, is_error=result.is_error or None, note=result.note)
         event = ToolResultEvent(tool_call_id=call.id, result=payload)
-        self.write(AppendLoopEvent(event=event), f"{step_uuid}:result:{call.id}")
+        await self.write(AppendLoopEvent(event=event), f"{step_uuid}:result:{call.id}")
         if result.steer is not None:
-            self._steer(f"{step_uuid}:steer:{call.id}", result.steer)
+            await self._steer(f"{step_uuid}:steer:{call.id}", result.steer)
         self.reporter.report(ToolFinished(call, result, aborted=self.signal.cancelled))
 
-    def _steer(self, once_key: str, message: Message) -> None:
+    async def _steer(self, once_key: str, message: Message) -> None:
         """Append a message a tool delivers (a loaded skill); while results of the step are
         still pending, the fold defers it until they are in, so it lands after them."""
-        self.write(AppendMessage(message=message), once_key)
+        await self.write(AppendMessage(message=message), once_key)
         steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=self.turn_id)
-        self.sink.record(steer, f"{once_key}:turn")
+        await self.sink.record(steer, f"{once_key}:turn")
 
-    def _await_deferred(self, step_uuid: str, deferred: list[ToolCall]) -> bool:
+    async def _await_deferred(self, step_uuid: str, deferred: list[ToolCall]) -> bool:
         """True when the step must park until its sub-agents answer; otherwise their results
         (or, after a cancel, the aborted text) are recorded now."""
         if not deferred:
             return False
         if self.signal.cancelled:
             for call in deferred:
-                self._record_result(step_uuid, call, error_result(self.signal.aborted_text(call.name)))
+                await self._record_result(step_uuid, call, error_result(self.signal.aborted_text(call.name)))
             return False
-        ready = self.deferrals.wait(step_uuid, deferred)
+        ready = await self.deferrals.wait(step_uuid, deferred)
         if ready is None:
             self.reporter.report(CallsDeferred(deferred))
             return True
         for call in deferred:
             missing = error_result(texts.produced_no_result(call.name))
-            self._record_result(step_uuid, call, ready.get(call.id, missing))
+            await self._record_result(step_uuid, call, ready.get(call.id, missing))
         return False
 
     async def _finish_parked(self, parked: ParkedStep) -> TurnOutcome | None:
@@ -300,24 +304,24 @@ class Loop:
             return None
         for call in calls:
             if call.id in parked.results:
-                self._record_result(parked.step_uuid, call, parked.results[call.id])
+                await self._record_result(parked.step_uuid, call, parked.results[call.id])
         waiting = [call for call in calls if call.id not in parked.results]
         deferred = (
             await self._run_batch(parked.step_uuid, 0, waiting, approver_for(parked.decisions))
             if waiting
             else []
         )
-        if self._await_deferred(parked.step_uuid, deferred):
+        if await self._await_deferred(parked.step_uuid, deferred):
             return TurnOutcome("awaiting_agents")
         end = StepEnd(
             uuid=parked.step_uuid,
             finish_reason="interrupted" if self.signal.cancelled else "tool_calls",
             usage=self.folder.open_step_usage,
         )
-        self.write(AppendLoopEvent(event=end), f"{parked.step_uuid}:end")
+        await self.write(AppendLoopEvent(event=end), f"{parked.step_uuid}:end")
         return None
 
-    def _settle_abandoned_step(self, turn_id: str) -> None:
+    async def _settle_abandoned_step(self, turn_id: str) -> None:
         """A step left open by a worker that died: close it, so its calls read as interrupted.
 
         Nothing is re-run: the fold gives each call without a result the interrupted text.
@@ -325,48 +329,47 @@ class Loop:
         open_step = self.folder.open_step_uuid
         if open_step is not None:
             end = StepEnd(uuid=open_step, finish_reason=ABANDONED, usage=self.folder.open_step_usage)
-            self.write(AppendLoopEvent(event=end), f"{turn_id}:abandon:{open_step}")
+            await self.write(AppendLoopEvent(event=end), f"{turn_id}:abandon:{open_step}")
 
     # -- records ------------------------------------------------------------------------
 
-    def write(self, record: BaseModel, once_key: str) -> str:
-        record_id = self.sink.record(record, once_key)
+    async def write(self, record: BaseModel, once_key: str) -> str:
+        record_id = await self.sink.record(record, once_key)
         self.folder.apply(record, record_id=record_id)
         return record_id
 
-    def _record_step(self, begin: StepBegin, response: ModelResponse, calls: list[ToolCall]) -> None:
+    async def _record_step(self, begin: StepBegin, response: ModelResponse, calls: list[ToolCall]) -> None:
         """The model's answer: step.begin (with its usage), its content parts, its calls."""
         step_uuid, turn_id, step = begin.uuid, begin.turn_id, begin.step
-        self.write(AppendLoopEvent(event=begin), f"{step_uuid}:begin")
+        await self.write(AppendLoopEvent(event=begin), f"{step_uuid}:begin")
         for index, part in enumerate(response.message.content):
             event = ContentPartEvent(step_uuid=step_uuid, part=part, turn_id=turn_id, step=step)
-            self.write(AppendLoopEvent(event=event), f"{step_uuid}:part:{index}")
+            await self.write(AppendLoopEvent(event=event), f"{step_uuid}:part:{index}")
         for call in calls:
-            self.write(AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}")
+            await self.write(
+                AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}"
+            )
 
-    def _end_step(
+    async def _end_step(
         self, step_uuid: str, turn_id: str, step: int, finish_reason: str, usage: dict[str, Any]
     ) -> None:
         event = StepEnd(uuid=step_uuid, turn_id=turn_id, step=step, finish_reason=finish_reason, usage=usage)
-        self.write(AppendLoopEvent(event=event), f"{step_uuid}:end")
+        await self.write(AppendLoopEvent(event=event), f"{step_uuid}:end")
 
     async def _take_input(self, turn_id: str, step: int) -> bool:
-        """Fold in the messages that arrived while the turn ran (they steer its next step).
-
-        In a thread: taking input may download the files a message shared (jobs.turn.attachments),
-        which must not hold up the other turns sharing this event loop."""
-        arrived = await in_thread(self.sink.take_input)
+        """Fold in the messages that arrived while the turn ran (they steer its next step)."""
+        arrived = await self.sink.take_input()
         for message, record_id in arrived:
             self.folder.apply({"type": "context.append_message", "message": message.model_dump()}, record_id)
             steer = TurnSteer(input=message.text(), origin=message.origin, turn_id=turn_id)
-            self.sink.record(steer, f"{turn_id}:steer:{record_id}")
+            await self.sink.record(steer, f"{turn_id}:steer:{record_id}")
         return bool(arrived)
 
-    def _end(self, turn_id: str, outcome: TurnOutcome) -> None:
+    async def _end(self, turn_id: str, outcome: TurnOutcome) -> None:
         reason = ENDINGS[outcome.reason].wire
         assert reason is not None, "a parked turn has not ended"
         record = TurnEnded(turn_id=turn_id, reason=reason, error=outcome.error)
-        self.sink.record(record, f"{turn_id}:ended")
+        await self.sink.record(record, f"{turn_id}:ended")
 
 
 def _restart(listener: StreamListener | None) -> None:
@@ -385,14 +388,14 @@ class _KeeperHost:
     def history(self) -> list[Message]:
         return self._loop.folder.history
 
-    def write(self, record: BaseModel, once_key: str) -> str:
-        return self._loop.write(record, once_key)
+    async def write(self, record: BaseModel, once_key: str) -> str:
+        return await self._loop.write(record, once_key)
 
     def report(self, event: TurnEvent) -> None:
         self._loop.reporter.report(event)
 
-    def note_checkpoint(self, through: str) -> None:
-        self._loop.sink.compacted(self._loop.folder.history, through)
+    async def note_checkpoint(self, through: str) -> None:
+        await self._loop.sink.compacted(self._loop.folder.history, through)
 
     async def cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
         return await self._loop.stopping.cancellable(work, turn_id, step)

@@ -4,33 +4,37 @@ Every session's reporter keeps its card (`card` key) in Redis. A sub-agent's car
 posted anywhere: its lines are written into its parent's `card_children` hash (one field per
 Agent call, or per swarm item) and the parent's card is published again with them nested
 under the line of the call that started the sub-agent (`ToolLine.children`), recursively up
-to the root, whose card is the one the thread shows. Each session's compose-and-publish runs
-under a short lock, so snapshots reach the outbox in the order they were composed.
+to the root, whose card is the one the thread shows. Each session's compose-and-pass-on is one
+optimistic transaction (WATCH the card and its sub-agents' lines, compose, MULTI/EXEC; again
+when either changed meanwhile), so what reaches the outbox or the parent is never composed from
+a state older than one already passed on. Nothing waits on a lock or sleeps.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import time
-import uuid
-from collections.abc import Iterator
+from typing import Any
 
 from pydantic import TypeAdapter
+from redis import Redis
+from redis.client import Pipeline
+from redis.exceptions import WatchError
 
 from agent.loop.ports import CallsDeferred, StepStarted, TurnEvent
 from jobs.delegation.children import ChildInfo, child_info
-from jobs.keys import card_children_key, card_key, card_lock_key
-from jobs.lua import delete_if_holds
+from jobs.keys import card_children_key, card_key
 from jobs.queues import schedule_delivery
 from jobs.redis_text import text
-from jobs.session.notices import ProgressNotice, ToolLine, ToolState, TurnCard
+from jobs.session.notices import ToolLine, ToolState, TurnCard
 from jobs.session.store import SessionStore
 from jobs.turn.progress import ProgressReporter
+from jobs.turn.publisher import Publisher
+
+log = logging.getLogger(__name__)
 
 WAITING_NOTE = "waiting for {count} sub-agent call(s)…"
-CARD_LOCK_MS = 2_000  # far longer than one compose-and-post; a dead holder frees it by then
-CARD_LOCK_WAIT_S = 2.0  # past this a snapshot is posted unlocked: late beats lost
-CARD_LOCK_POLL_S = 0.01
+CARD_ATTEMPTS = 10  # past this a snapshot is passed on untransacted: late beats lost
 ITEM_SEPARATOR = "#"
 _LINES = TypeAdapter(list[ToolLine])
 CARD_TO_LINE: dict[str, ToolState] = {
@@ -47,8 +51,14 @@ CARD_TO_LINE: dict[str, ToolState] = {
 class CardReporter(ProgressReporter):
     """The turn's card, stored so sub-agents can nest under it; `resume` continues a parked card."""
 
-    def __init__(self, store: SessionStore, turn_id: str, resume: TurnCard | None = None) -> None:
-        super().__init__(store, turn_id)
+    def __init__(
+        self,
+        store: SessionStore,
+        turn_id: str,
+        resume: TurnCard | None = None,
+        publisher: Publisher | None = None,
+    ) -> None:
+        super().__init__(store, turn_id, publisher=publisher)
         self.base_steps = 0
         if resume is None:  # a new card: lines of earlier cards' sub-agents do not belong on it
             store.redis.delete(card_children_key(store.key))
@@ -64,7 +74,7 @@ class CardReporter(ProgressReporter):
         else:
             super().report(event)
 
-    def _publish(self) -> None:
+    def _post_card(self) -> None:
         self.store.redis.set(card_key(self.store.key), self.card.model_dump_json())
         publish_card(self.store)
 
@@ -78,23 +88,53 @@ def publish_card(store: SessionStore) -> None:
     """Compose the session's card with its sub-agents' lines and pass it on: to the thread for a
     root session, into the parent's card for a sub-agent."""
     info = child_info(store)
-    with _card_lock(store):
-        card = stored_card(store)
-        if card is None:
-            return
-        composed = compose(card, child_lines(store))
-        if info is None:
-            store.post_notice(ProgressNotice(turn_id=composed.turn_id, card=composed))
-            schedule_delivery(store.redis, store.key)
-            return
-        parent = SessionStore(store.redis, info.parent)
+    parent = SessionStore(store.redis, info.parent) if info is not None else None
+    for _ in range(CARD_ATTEMPTS):
+        with store.redis.pipeline() as pipe:
+            try:
+                if not _pass_on(store, pipe, parent, info):
+                    return
+                break
+            except WatchError:  # a newer card or sub-agent line landed meanwhile: compose again
+                continue
+    else:
+        log.warning("the card of %s kept changing while it was composed; passed on as it was", store.key)
+        _pass_on(store, store.redis, parent, info)
+    if parent is None:
+        schedule_delivery(store.redis, store.key)
+    else:
+        publish_card(parent)
+
+
+def _pass_on(
+    store: SessionStore, client: Redis | Pipeline, parent: SessionStore | None, info: ChildInfo | None
+) -> bool:
+    """One optimistic compose-and-pass-on (on a pipeline: watched, then one transaction); False
+    when the session has no card."""
+    keys = [card_key(store.key), card_children_key(store.key)]
+    if isinstance(client, Pipeline):
+        client.watch(*keys)  # type: ignore[no-untyped-call]  # untyped in redis-py
+    raw, children = client.get(keys[0]), client.hgetall(keys[1])
+    if raw is None:
+        return False
+    composed = compose(TurnCard.model_validate_json(raw), _decoded(children))
+    if isinstance(client, Pipeline):
+        client.multi()
+    if parent is None or info is None:
+        store.post_card_in(client, composed)
+    else:
         field, lines = _lines_for_parent(info, composed)
-        parent.redis.hset(card_children_key(parent.key), field, _LINES.dump_json(lines))
-    publish_card(parent)
+        client.hset(card_children_key(parent.key), field, _LINES.dump_json(lines))
+    if isinstance(client, Pipeline):
+        client.execute()
+    return True
 
 
 def child_lines(store: SessionStore) -> dict[str, list[ToolLine]]:
-    raw = store.redis.hgetall(card_children_key(store.key))
+    return _decoded(store.redis.hgetall(card_children_key(store.key)))
+
+
+def _decoded(raw: dict[Any, Any]) -> dict[str, list[ToolLine]]:
     return {text(field): _LINES.validate_json(value) for field, value in raw.items()}
 
 
@@ -136,21 +176,6 @@ def _lines_for_parent(info: ChildInfo, card: TurnCard) -> tuple[str, list[ToolLi
 def _one_line(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@contextlib.contextmanager
-def _card_lock(store: SessionStore) -> Iterator[None]:
-    key = card_lock_key(store.key)
-    token = uuid.uuid4().hex
-    deadline = time.monotonic() + CARD_LOCK_WAIT_S
-    while not store.redis.set(key, token, nx=True, px=CARD_LOCK_MS):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(CARD_LOCK_POLL_S)
-    try:
-        yield
-    finally:
-        delete_if_holds(store.redis, key, token)
 
 
 def close_card(store: SessionStore, state: str) -> None:

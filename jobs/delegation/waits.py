@@ -2,7 +2,7 @@
 
 One hash per session: a field per waiting call (`pending`, then the result's JSON) plus
 `~step` and `~armed`. The Agent tool registers its call (`expect`) before the child starts.
-The loop arms the wait when its batch is done (`wait`): if every result is already in, it
+The loop arms the wait when its batch is done (`wait`, `arm`): if every result is already in, it
 goes on in the same worker; otherwise the step parks. A child finishing records its result
 (`complete`); when the wait is armed and nothing is pending any more, that child enqueues the
 parent's continuation. Both are Lua scripts, so exactly one of them sees "armed and complete"
@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from agent.messages import ToolCall
+from agent.offload import in_thread
 from agent.tools import texts
 from agent.tools.base import ToolResult
 from agent.wire import AppendLoopEvent, StepEnd, ToolResultEvent, ToolResultPayload
@@ -83,7 +84,12 @@ class StepWaits:
     def expect(self, tool_call_id: str) -> None:
         lua(self.store.redis, _EXPECT)(keys=[self.key], args=[tool_call_id])
 
-    def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+    async def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+        """The loop's port (agent.loop.ports.DeferredResults): `arm`, off the event loop."""
+        return await in_thread(self.arm, step_uuid, calls)
+
+    def arm(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+        """Arm the wait for `calls`: their results when all are in, else None (the step parks)."""
         ids = [call.id for call in calls]
         if not lua(self.store.redis, _ARM)(keys=[self.key], args=[step_uuid, *ids]):
             return None

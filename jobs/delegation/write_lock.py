@@ -6,7 +6,8 @@ releases it after: one Lua script checks the entries against every current holde
 scheduler's conflict rule (context-core.md §4.4: `all` conflicts with everything; two file entries
 conflict when their paths overlap, a recursive entry covering the paths under it) and adds
 the holder only if nothing conflicts. A waiting call polls; a holder renews its lease while
-it runs, so a dead worker's lock lapses after `HOLD_TTL_MS`.
+it runs, so a dead worker's lock lapses after `HOLD_TTL_MS`. It runs on the turns' event loop,
+so it talks to Redis through the asyncio client (jobs.aio_redis).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from redis import Redis
 
 from agent.tools.accesses import Access, AllAccess
+from jobs.aio_redis import aio_twin
 from jobs.keys import workspace_writers_key
 from jobs.lua import lua
 from jobs.redis_text import text
@@ -94,24 +96,25 @@ class RedisWriteLock:
         if not entries:
             yield
             return
-        while not self._try(holder, entries):
+        while not await self._try(holder, entries):
             await asyncio.sleep(POLL_S)
         renewer = asyncio.ensure_future(self._renew(holder))
         try:
             yield
         finally:
             renewer.cancel()
-            self.redis.hdel(self.key, holder)
+            await aio_twin(self.redis).hdel(self.key, holder)
 
     def holders(self) -> dict[str, list[str]]:
         raw = self.redis.hgetall(self.key)
         return {text(k): text(v).split("\n")[1:] for k, v in raw.items()}
 
-    def _try(self, holder: str, entries: list[str]) -> bool:
-        return bool(lua(self.redis, _ACQUIRE)(keys=[self.key], args=[holder, HOLD_TTL_MS, *entries]))
+    async def _try(self, holder: str, entries: list[str]) -> bool:
+        acquire = lua(aio_twin(self.redis), _ACQUIRE)
+        return bool(await acquire(keys=[self.key], args=[holder, HOLD_TTL_MS, *entries]))
 
     async def _renew(self, holder: str) -> None:
         while True:
             await asyncio.sleep(RENEW_EVERY_S)
             with contextlib.suppress(Exception):  # a Redis blip: the next renewal retries
-                lua(self.redis, _RENEW)(keys=[self.key], args=[holder, HOLD_TTL_MS])
+                await lua(aio_twin(self.redis), _RENEW)(keys=[self.key], args=[holder, HOLD_TTL_MS])

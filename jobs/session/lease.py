@@ -1,8 +1,11 @@
-"""One turn per session: a Redis lease with a token and a TTL kept alive by a heartbeat.
+"""One turn per session: a Redis lease with a token and a TTL kept alive by the process's keeper.
 
-The heartbeat runs in a thread, so the lease lives exactly as long as the worker process: a
+One `LeaseKeeper` thread per process renews every lease the process holds, those due in one
+pipelined round trip per tick, so the lease lives exactly as long as the worker process: a
 killed worker stops renewing and the lease expires within `LEASE_TTL_MS`, which is how the
-janitor tells a dead turn from a slow one.
+janitor tells a dead turn from a slow one. The keeper renews only while the process's turns'
+event loop answers (`keep_while`): a wedged loop loses its leases, and the janitor recovers its
+sessions, instead of holding them forever.
 
 A worker that cannot renew (Redis unreachable) gives the lease up in its own mind well before
 it can expire for others (`Lease.in_doubt`): the turn stops its tools and writes nothing more,
@@ -15,12 +18,13 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from types import TracebackType
 
 from redis import Redis
 
 from jobs.keys import RUNNING_SESSIONS, turn_wanted_key
-from jobs.log_context import in_context
+from jobs.log_context import bound, session_fields
 from jobs.lua import delete_if_holds, lua
 from jobs.session.store import LeaseLost, SessionStore
 
@@ -65,9 +69,8 @@ class Lease:
         self.ttl_ms = ttl_ms
         self.lost = threading.Event()
         self.turn_wanted = False
-        self._renewed_at = time.monotonic()  # when the last renewal that succeeded was sent
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.renewed_at = time.monotonic()  # when the last renewal that succeeded was sent
+        self._on_lost: list[Callable[[], None]] = []
 
     @classmethod
     def acquire(cls, store: SessionStore, owner: str = "", ttl_ms: int = LEASE_TTL_MS) -> Lease | None:
@@ -97,7 +100,7 @@ class Lease:
         if not renewed:
             self.lost.set()
         else:
-            self._renewed_at = sent_at
+            self.renewed_at = sent_at
         return bool(renewed)
 
     def in_doubt(self) -> bool:
@@ -106,7 +109,7 @@ class Lease:
         Once in doubt, always: the turn stops rather than overlap with the next holder's."""
         if (
             not self.lost.is_set()
-            and time.monotonic() - self._renewed_at > self.ttl_ms / 1000 * DOUBT_AFTER_TTL
+            and time.monotonic() - self.renewed_at > self.ttl_ms / 1000 * DOUBT_AFTER_TTL
         ):
             log.error("could not renew the lease of %s; the turn stops before it can expire", self.store.key)
             self.lost.set()
@@ -134,22 +137,25 @@ class Lease:
             moved = bool(self.store.take_inbox(self.token)) or moved
         return moved or self.turn_wanted
 
+    def on_lost(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback()` (from the heartbeat's thread) once the lease is lost or in doubt,
+        so the turn stops its tools at once; returns a remover."""
+        self._on_lost.append(callback)
+        return lambda: self._on_lost.remove(callback) if callback in self._on_lost else None
+
     def start_heartbeat(self) -> Lease:
-        self._thread = threading.Thread(target=in_context(self._beat), name="lease-heartbeat", daemon=True)
-        self._thread.start()
+        keeper().hold(self)
         return self
 
     def stop_heartbeat(self) -> None:
-        self._stop.set()
+        keeper().drop(self)
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.ttl_ms / 1000 / HEARTBEATS_PER_TTL) and not self.in_doubt():
-            try:
-                if not self.renew():
-                    log.error("lost the lease of %s; the turn stops writing", self.store.key)
-                    return
-            except Exception:  # a Redis blip: the next beat retries before the TTL runs out
-                log.warning("could not renew the lease of %s", self.store.key, exc_info=True)
+    def lose(self) -> None:
+        """The lease was taken, or is in doubt: tell whoever must stop (`on_lost`), once."""
+        self.lost.set()
+        callbacks, self._on_lost = self._on_lost, []
+        for callback in callbacks:
+            callback()
 
     def __enter__(self) -> Lease:
         return self.start_heartbeat()
@@ -158,3 +164,86 @@ class Lease:
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop_heartbeat()
+
+
+TICK_S = 1.0  # how often the keeper looks for leases due a renewal
+
+
+class LeaseKeeper:
+    """Renews the leases of this process (see the module's doc). Thread-safe."""
+
+    def __init__(self, tick_s: float = TICK_S) -> None:
+        self.tick_s = tick_s
+        self._held: set[Lease] = set()
+        self._lock = threading.Lock()
+        self._alive: Callable[[], bool] = lambda: True
+        self._thread: threading.Thread | None = None
+
+    def keep_while(self, alive: Callable[[], bool]) -> None:
+        """Renew only while `alive()` (the turns' event loop answers its probe)."""
+        self._alive = alive
+
+    def hold(self, lease: Lease) -> None:
+        with self._lock:
+            self._held.add(lease)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lease keeper", daemon=True)
+                self._thread.start()
+
+    def drop(self, lease: Lease) -> None:
+        with self._lock:
+            self._held.discard(lease)
+
+    def held(self) -> list[Lease]:
+        with self._lock:
+            return list(self._held)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.tick_s)  # the keeper's period
+            try:
+                self.tick()
+            except Exception:  # the next tick tries again; a lease in doubt is lost below
+                log.warning("renewing leases failed", exc_info=True)
+
+    def tick(self) -> None:
+        """Renew the leases due, in one round trip; lose those taken or in doubt."""
+        now = time.monotonic()
+        due = [
+            lease
+            for lease in self.held()
+            if now - lease.renewed_at >= lease.ttl_ms / 1000 / HEARTBEATS_PER_TTL
+        ]
+        if due and self._alive():
+            self._renew(due, now)
+        for lease in self.held():
+            if lease.in_doubt():
+                self.drop(lease)
+                lease.lose()
+
+    def _renew(self, due: list[Lease], sent_at: float) -> None:
+        by_client: dict[int, list[Lease]] = {}
+        for lease in due:
+            by_client.setdefault(id(lease.store.redis), []).append(lease)
+        for leases in by_client.values():
+            pipe = leases[0].store.redis.pipeline(transaction=False)
+            for lease in leases:
+                lua(lease.store.redis, _RENEW)(
+                    keys=[lease.store.lease_key], args=[lease.token, lease.ttl_ms], client=pipe
+                )
+            for lease, renewed in zip(leases, pipe.execute(raise_on_error=False), strict=True):
+                if renewed == 1:
+                    lease.renewed_at = sent_at
+                elif renewed == 0:
+                    with bound(**session_fields(lease.store.key)):
+                        log.error("lost the lease of %s; the turn stops writing", lease.store.key)
+                    self.drop(lease)
+                    lease.lose()
+
+
+_keeper = LeaseKeeper()
+
+
+def keeper() -> LeaseKeeper:
+    """This process's keeper."""
+    return _keeper

@@ -13,6 +13,8 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+from redis.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -120,11 +122,13 @@ class SessionStore:
         payload = encode_record(record)
         if once_key is None:
             return text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
-        return text(
-            lua(self.redis, _APPEND_ONCE)(
-                keys=[self.wire_key, self._wire_index_key], args=[payload, once_key]
-            )
-        )
+        keys = [self.wire_key, self._wire_index_key]
+        return text(lua(self.redis, _APPEND_ONCE)(keys=keys, args=[payload, once_key]))
+
+    async def append_on(self, aio: AsyncRedis, record: BaseModel, *, once_key: str) -> str:
+        """`append` once per key, through the asyncio client `aio` (jobs.aio_redis)."""
+        keys = [self.wire_key, self._wire_index_key]
+        return text(await lua(aio, _APPEND_ONCE)(keys=keys, args=[encode_record(record), once_key]))
 
     def read_wire(self, after: str | None = None) -> list[dict[str, Any]]:
         start = f"({after}" if after else "-"
@@ -147,29 +151,29 @@ class SessionStore:
             items = self.redis.lrange(self.inbox_key, 0, -1)
             if not items:
                 return []
-            inputs = [UserInput.model_validate_json(item) for item in items]
-            ids = self._take(items, inputs, lease_token)
-            if ids is not None:
-                return [(one.to_message(), entry_id) for one, entry_id in zip(inputs, ids, strict=True)]
+            take = _Take(self, items, lease_token)
+            try:
+                taken = lua(self.redis, _TAKE_INBOX)(keys=take.keys, args=take.args)
+            except (RedisConnectionError, RedisTimeoutError) as error:
+                taken = take.known_or_raise(error, self.redis.hmget(self._wire_index_key, take.once_keys))
+            if (ids := take.ids(taken)) is not None:
+                return take.taken(ids)
         raise RuntimeError(f"{self.key}: the inbox kept changing while it was taken")
 
-    def _take(self, items: list[bytes | str], inputs: list[UserInput], lease_token: str) -> list[str] | None:
-        once_keys = [f"input:{one.ts}" for one in inputs]
-        args: list[str | bytes | int] = [len(items), lease_token]
-        for item, one, once in zip(items, inputs, once_keys, strict=True):
-            args += [item, encode_record(AppendMessage(message=one.to_message())), once]
-        keys = [self.inbox_key, self.wire_key, self._wire_index_key, self.lease_key]
-        try:
-            taken = lua(self.redis, _TAKE_INBOX)(keys=keys, args=args)
-        except (RedisConnectionError, RedisTimeoutError):
-            # The answer may be what was lost: the take wrote all of its keys or none of them.
-            known = [entry_id for entry_id in self.redis.hmget(self._wire_index_key, once_keys) if entry_id]
-            if len(known) < len(once_keys):
-                raise
-            return [text(entry_id) for entry_id in known]
-        if taken == -1:
-            raise LeaseLost(str(self.key))
-        return None if taken == -2 else [text(entry_id) for entry_id in taken]
+    async def take_inbox_on(self, aio: AsyncRedis, lease_token: str = UNFENCED) -> list[tuple[Message, str]]:
+        """`take_inbox` through the asyncio client `aio` (jobs.aio_redis)."""
+        for _ in range(TAKE_ATTEMPTS):
+            items = await aio.lrange(self.inbox_key, 0, -1)
+            if not items:
+                return []
+            take = _Take(self, items, lease_token)
+            try:
+                taken = await lua(aio, _TAKE_INBOX)(keys=take.keys, args=take.args)
+            except (RedisConnectionError, RedisTimeoutError) as error:
+                taken = take.known_or_raise(error, await aio.hmget(self._wire_index_key, take.once_keys))
+            if (ids := take.ids(taken)) is not None:
+                return take.taken(ids)
+        raise RuntimeError(f"{self.key}: the inbox kept changing while it was taken")
 
     # -- outbox ------------------------------------------------------------------------
 
@@ -180,10 +184,14 @@ class SessionStore:
         return text(self.redis.xadd(self.outbox_key, {NOTICE_FIELD: notice.model_dump_json()}))
 
     def _post_card(self, card: TurnCard) -> str:
+        return text(self.post_card_in(self.redis, card))
+
+    def post_card_in(self, client: Redis | Pipeline, card: TurnCard) -> Any:
+        """Post `card` through `client`: the store's client, or a transaction's pipeline."""
         marker = json.dumps({"kind": "progress", "turn_id": card.turn_id}, separators=(",", ":"))
         keys = [self.progress_key, self.outbox_key, pending_cards_key(self.key)]
         args = [card.turn_id, card.model_dump_json(), marker]
-        return text(lua(self.redis, _POST_CARD)(keys=keys, args=args))
+        return lua(self.redis, _POST_CARD)(keys=keys, args=args, client=client)
 
     def card_snapshot(self, turn_id: str) -> tuple[int, TurnCard] | None:
         """The turn's newest card and its version, or None when the turn posted none."""
@@ -239,3 +247,34 @@ def _decode_entry(entry_id: bytes, fields: Mapping[bytes, bytes]) -> dict[str, A
     record: dict[str, Any] = json.loads(fields[RECORD_FIELD.encode()])
     record["id"] = text(entry_id)
     return record
+
+
+class _Take:
+    """One attempt to move the inbox's `items` onto the wire (SessionStore.take_inbox): the
+    script's keys and arguments, and how its answer reads."""
+
+    def __init__(self, store: SessionStore, items: list[bytes | str], lease_token: str) -> None:
+        self.store = store
+        self.inputs = [UserInput.model_validate_json(item) for item in items]
+        self.once_keys = [f"input:{one.ts}" for one in self.inputs]
+        self.args: list[str | bytes | int] = [len(items), lease_token]
+        for item, one, once in zip(items, self.inputs, self.once_keys, strict=True):
+            self.args += [item, encode_record(AppendMessage(message=one.to_message())), once]
+        self.keys = [store.inbox_key, store.wire_key, store._wire_index_key, store.lease_key]
+
+    def known_or_raise(self, error: Exception, known: list[bytes | str | None]) -> list[bytes | str]:
+        """The answer was lost, and may be what was lost: the take wrote all of its keys or
+        none of them, so the wire's index tells which (re-raised when it did not write)."""
+        ids = [entry_id for entry_id in known if entry_id]
+        if len(ids) < len(self.once_keys):
+            raise error
+        return ids
+
+    def ids(self, taken: Any) -> list[str] | None:
+        """The taken inputs' record ids; None when the inbox changed meanwhile (take again)."""
+        if taken == -1:
+            raise LeaseLost(str(self.store.key))
+        return None if taken == -2 else [text(entry_id) for entry_id in taken]
+
+    def taken(self, ids: list[str]) -> list[tuple[Message, str]]:
+        return [(one.to_message(), entry_id) for one, entry_id in zip(self.inputs, ids, strict=True)]

@@ -24,6 +24,8 @@ import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from jobs.session.lease import keeper
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -32,12 +34,14 @@ WAKE_S = 2.0  # a waiting job thread wakes this often, so RQ's job timeout (a ba
 UNWIND_S = 30.0  # how long a job thread waits for its cancelled turn to unwind (tools killed)
 STALL_PROBE_S = 0.1
 STALL_WARN_S = 1.0
+ANSWERS_WITHIN_S = 5.0  # a loop stalled longer stops renewing its turns' leases (jobs.session.lease)
 
 
 class TurnEventLoop:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.longest_stall_s = 0.0
+        self.probed_at = time.monotonic()  # when the stall probe last ran: the loop answers
         self._thread = threading.Thread(target=self._run, name="turns event loop", daemon=True)
         self._thread.start()
 
@@ -50,7 +54,8 @@ class TurnEventLoop:
         while True:
             asked = time.monotonic()
             await asyncio.sleep(STALL_PROBE_S)
-            stall = time.monotonic() - asked - STALL_PROBE_S
+            self.probed_at = time.monotonic()
+            stall = self.probed_at - asked - STALL_PROBE_S
             self.longest_stall_s = max(self.longest_stall_s, stall)
             if stall > STALL_WARN_S:
                 log.warning("the turns' event loop stalled for %.2f s: a step blocked it", stall)
@@ -96,6 +101,8 @@ def share_turn_loop() -> TurnEventLoop:
     with _shared_lock:
         if _shared is None:
             _shared = TurnEventLoop()
+            loop = _shared
+            keeper().keep_while(lambda: time.monotonic() - loop.probed_at < ANSWERS_WITHIN_S)
         return _shared
 
 

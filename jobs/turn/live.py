@@ -1,10 +1,11 @@
 """The model's text and tool calls, step by step, written for the thread to show live.
 
 `LiveSteps` is the loop's `StepText` port and hears the loop's tool events: it keeps each step's
-`LiveStep` and publishes it to Redis (jobs.session.live) — the first text at once, so the
-thread shows it as soon as the model starts writing, then at most every `FLUSH_EVERY_S`, and
-whenever a tool call starts or ends. The preview of a step is capped at `PREVIEW_CHARS`; the
-step's whole text is written once the model is done with it.
+`LiveStep` and has the turn's publisher (jobs.turn.publisher) write it to Redis
+(jobs.session.live) — the first text at once, so the thread shows it as soon as the model
+starts writing, then at most every `FLUSH_EVERY_S`, and whenever a tool call starts or ends.
+A step's preview is capped at `PREVIEW_CHARS`; its whole text is written once the model is
+done with it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from jobs.queues import schedule_delivery
 from jobs.session import live
 from jobs.session.live import LiveStep, LiveTask, TaskStatus
 from jobs.session.store import SessionStore
+from jobs.turn.publisher import Publisher
 from jobs.turn.summaries import short_arguments
 
 FLUSH_EVERY_S = 0.4  # a write per 0.4 s keeps Redis and the deliverer (≤ 1 append/s) well fed
@@ -30,9 +32,14 @@ UNKNOWN_OUTPUT = "outcome unknown: the turn stopped before its result was record
 
 class LiveSteps:
     def __init__(
-        self, store: SessionStore, turn_id: str, clock: Callable[[], float] = time.monotonic
+        self,
+        store: SessionStore,
+        turn_id: str,
+        clock: Callable[[], float] = time.monotonic,
+        publisher: Publisher | None = None,
     ) -> None:
         self.store = store
+        self.publisher = publisher or Publisher()
         self.turn_id = turn_id
         self.clock = clock
         self.steps: dict[int, LiveStep] = {}
@@ -130,6 +137,10 @@ class LiveSteps:
     def _publish(self, step: int) -> None:
         self._dirty.discard(step)
         self._flushed_at[step] = self.clock()
+        self.publisher.later(lambda: self._write(step), key=("step", step))
+
+    def _write(self, step: int) -> None:
+        """The step as it is when this runs (a publication coalesces the changes before it)."""
         live.publish(self.store, self.steps[step])
         schedule_delivery(self.store.redis, self.store.key)
 

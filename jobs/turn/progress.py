@@ -1,4 +1,7 @@
-"""Turns loop events into the thread's view: progress-card snapshots and compaction notices."""
+"""Turns loop events into the thread's view: progress-card snapshots and compaction notices.
+
+Events change the card in memory on the turn's event loop; what reaches Redis is published off
+it, by the turn's publisher (jobs.turn.publisher)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from agent.loop.ports import (
 from jobs.queues import schedule_delivery
 from jobs.session.notices import CompactionNotice, ProgressNotice, ToolLine, ToolState, TurnCard, TurnState
 from jobs.session.store import SessionStore
+from jobs.turn.publisher import Publisher
 from jobs.turn.summaries import short_arguments
 
 COMPACTING_NOTE = "compacting the conversation…"
@@ -23,8 +27,15 @@ COMPACTING_NOTE = "compacting the conversation…"
 class ProgressReporter:
     """Keeps the turn's card and posts a snapshot whenever it changes; the store keeps the newest."""
 
-    def __init__(self, store: SessionStore, turn_id: str, started_at: float | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        turn_id: str,
+        started_at: float | None = None,
+        publisher: Publisher | None = None,
+    ) -> None:
         self.store = store
+        self.publisher = publisher or Publisher()
         now = started_at or time.time()
         self.card = TurnCard(turn_id=turn_id, state="running", started_at=now, updated_at=now)
 
@@ -105,8 +116,15 @@ class ProgressReporter:
         self._publish()
 
     def _publish(self) -> None:
-        self._notice(ProgressNotice(turn_id=self.card.turn_id, card=self.card))
+        self.publisher.later(self._post_card, key="card")
 
-    def _notice(self, notice: CompactionNotice | ProgressNotice) -> None:
+    def _post_card(self) -> None:
+        """The card as it is when this runs (a publication coalesces the changes before it)."""
+        self._post(ProgressNotice(turn_id=self.card.turn_id, card=self.card))
+
+    def _notice(self, notice: CompactionNotice) -> None:
+        self.publisher.later(lambda: self._post(notice))
+
+    def _post(self, notice: CompactionNotice | ProgressNotice) -> None:
         self.store.post_notice(notice)
         schedule_delivery(self.store.redis, self.store.key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -44,13 +45,15 @@ from jobs.session.meta import MetaHash
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
 from jobs.session.reactions import mark_ended
 from jobs.session.state import PARKED_STATES, set_state, state_of
-from jobs.session.store import SessionStore
+from jobs.session.store import UNFENCED, SessionStore
 from jobs.settings import Settings
 from jobs.turn.attachments import Attachments
+from jobs.turn.cancels import cancel_listener
 from jobs.turn.drain import drainable
 from jobs.turn.event_loop import run_coroutine
 from jobs.turn.live import LiveSteps, TeeReporter
 from jobs.turn.metered import MeteredReporter
+from jobs.turn.publisher import Publisher
 from jobs.turn.sink import RedisTurnSink
 from jobs.turn.tools import approval_policy, process_registry, turn_tools
 from jobs.turn.workspace import WorkspaceError, open_workspace
@@ -120,7 +123,8 @@ class TurnRunner:
         self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
         # A sub-agent has no thread of its own: only a root's steps stream.
         streaming = settings.SLACK_STREAMING and self.info is None and not store.key.is_subagent
-        self.live = LiveSteps(store, self.turn_id) if streaming else None
+        self.publisher = Publisher()  # the card's and the live steps', so they show in order
+        self.live = LiveSteps(store, self.turn_id, publisher=self.publisher) if streaming else None
         self.started_at: float | None = None  # when the loop started (perf_counter), for metrics
 
     def run(self) -> str:
@@ -144,14 +148,16 @@ class TurnRunner:
             workspace = open_workspace(self.settings, root)
         except WorkspaceError as error:
             return self._finish(TurnOutcome("failed", error=str(error)), None)
-        reporter = CardReporter(self.store, self.turn_id, stored_card(self.store) if waiting else None)
+        resumed = stored_card(self.store) if waiting else None
+        reporter = CardReporter(self.store, self.turn_id, resumed, publisher=self.publisher)
         self._start(reporter)
         try:
             attachments = Attachments(self.store, self.settings, workspace, self.turn_id)
             sink = self._sink(attachments, folder)
-            attachments.catch_up(folder, sink.record)  # here, not on the event loop other turns share
+            attachments.catch_up(folder, sink.record_blocking)  # here, off the loop other turns share
+            loop = self._loop(folder, workspace, reporter, sink)
             outcome = run_coroutine(
-                _drainable_turn(self._loop(folder, workspace, reporter, sink), self.turn_id, parked)
+                _drainable_turn(loop, self.store, self.turn_id, parked, self.publisher, self.lease)
             )
         except JobTimeoutException:
             outcome = TurnOutcome("timed_out", error="RQ job timeout")
@@ -183,7 +189,7 @@ class TurnRunner:
 
     def _still_waiting(self) -> str:
         """Some sub-agent has not answered: record waiting input on the wire and free the worker."""
-        RedisTurnSink(self.store, self.turn_id, self.lease).take_input()
+        self.store.take_inbox(self.lease.token if self.lease is not None else UNFENCED)
         set_state(self.store, "awaiting_agents")
         return "awaiting_agents"
 
@@ -368,10 +374,31 @@ class TurnRunner:
         schedule_delivery(self.store.redis, self.store.key)
 
 
-async def _drainable_turn(loop: Loop, turn_id: str, parked: ParkedStep | None) -> TurnOutcome:
-    """The turn, handed back if this worker is asked to stop meanwhile (jobs.turn.drain)."""
-    with drainable(loop):
-        return await loop.run_turn(turn_id, parked)
+async def _drainable_turn(
+    loop: Loop,
+    store: SessionStore,
+    turn_id: str,
+    parked: ParkedStep | None,
+    publisher: Publisher,
+    lease: Lease | None,
+) -> TurnOutcome:
+    """The turn, stopped by a cancel pushed to this process (jobs.turn.cancels) or a lost lease,
+    handed back if this worker is asked to stop meanwhile (jobs.turn.drain); what it showed is
+    published before its end is."""
+    running = asyncio.get_running_loop()
+
+    def lease_lost() -> None:  # on the lease's heartbeat thread
+        running.call_soon_threadsafe(loop.cancel, "aborted")
+
+    forget_lease = lease.on_lost(lease_lost) if lease is not None else None
+    try:
+        async with cancel_listener(store.redis).hearing(store.key, lambda: loop.cancel("user_cancelled")):
+            with drainable(loop):
+                return await loop.run_turn(turn_id, parked)
+    finally:
+        if forget_lease is not None:
+            forget_lease()
+        await publisher.flush()
 
 
 def _asks_for_a_turn(message: Message) -> bool:

@@ -1,13 +1,20 @@
-"""The loop's sink on Redis: idempotent wire appends, inbox → wire, cancel flag, parking,
-projection repairs on the session's record, and each step's model usage counted (jobs.usage)
-as its step.begin is written."""
+"""The loop's sink on Redis: idempotent wire appends, inbox → wire, parking, projection repairs
+on the session's record, and each step's model usage counted (jobs.usage) as its step.begin is
+written.
+
+It runs on the event loop every turn of the process shares, so nothing here may block it: the
+per-step writes (wire, inbox, usage) go through the asyncio client (jobs.aio_redis); the rare
+ones (parking, a checkpoint after a compaction, a repair's note, files shared with a message)
+keep their synchronous code and run in the tools lane (agent.offload). `record_blocking` is for
+callers already off the loop (a turn's synchronous start)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -16,8 +23,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent.loop.ports import ParkedCall
 from agent.messages import Message
+from agent.offload import in_thread
 from agent.projection.report import ProjectionRepair
-from jobs.keys import cancel_key
+from jobs.aio_redis import aio_twin
 from jobs.queues import schedule_approval_expiry, schedule_delivery
 from jobs.session.approvals import DEFAULT_APPROVAL_TIMEOUT_S, Approval, ApprovalStore
 from jobs.session.history import save_checkpoint
@@ -53,60 +61,78 @@ class RedisTurnSink:
         self.meter = meter
         self.attachments = attachments
 
-    def record(self, record: BaseModel, once_key: str) -> str:
-        record_id = self._retried(lambda: self.store.append(record, once_key=once_key), once_key)
-        self._count_usage(record, once_key)
+    async def record(self, record: BaseModel, once_key: str) -> str:
+        aio = aio_twin(self.store.redis)
+        record_id = await self._retried(
+            lambda: self.store.append_on(aio, record, once_key=once_key), once_key
+        )
+        counted = self._usage_of(record, once_key)
+        if counted is not None:
+            meter, (counted_as, usage) = counted
+            await self._retried(lambda: meter.count_on(aio, counted_as, usage), f"the usage of {counted_as}")
         return record_id
 
-    def _count_usage(self, record: BaseModel, once_key: str) -> None:
+    def record_blocking(self, record: BaseModel, once_key: str) -> str:
+        """`record`, for a caller off the event loop."""
+        self._refuse_in_doubt()
+        record_id = _retried_blocking(lambda: self.store.append(record, once_key=once_key), once_key)
+        counted = self._usage_of(record, once_key)
+        if counted is not None:
+            meter, (counted_as, usage) = counted
+            _retried_blocking(lambda: meter.count(counted_as, usage), f"the usage of {counted_as}")
+        return record_id
+
+    def _usage_of(self, record: BaseModel, once_key: str) -> tuple[UsageMeter, tuple[str, Any]] | None:
         """What a model call cost (a step.begin's, a compaction's), counted once (jobs.usage)."""
         counted = usage_to_count(record, once_key)
         if self.meter is None or counted is None:
-            return
-        meter, (counted_as, usage) = self.meter, counted
-        self._retried(lambda: meter.count(counted_as, usage), f"the usage of {counted_as}")
+            return None
+        return self.meter, counted
 
-    def take_input(self) -> list[tuple[Message, str]]:
+    async def take_input(self) -> list[tuple[Message, str]]:
         """Inbox → wire in one step fenced by this turn's lease (SessionStore.take_inbox); a
         message that shared files is followed by what became of them (jobs.turn.attachments)."""
         token = self.lease.token if self.lease is not None else UNFENCED
-        arrived = self._retried(lambda: self.store.take_inbox(token), "the inbox")
-        if self.attachments is None:
+        aio = aio_twin(self.store.redis)
+        arrived = await self._retried(lambda: self.store.take_inbox_on(aio, token), "the inbox")
+        if self.attachments is None or not arrived:
             return arrived
-        return self.attachments.after(arrived, self.record)
+        return await in_thread(self.attachments.after, arrived, self.record_blocking)
 
-    def _retried(self, write: Callable[[], T], what: str) -> T:
+    async def _retried(self, write: Callable[[], Awaitable[T]], what: str) -> T:
         """Run an idempotent write, again after a lost connection: written once either way."""
-        if self.lease is not None and self.lease.in_doubt():
-            raise LeaseLost(f"{self.store.key}: another worker owns the session now")
+        self._refuse_in_doubt()
         for attempt in range(1, APPEND_ATTEMPTS + 1):
             try:
-                return write()
+                return await write()
             except (RedisConnectionError, RedisTimeoutError):
                 if attempt == APPEND_ATTEMPTS:
                     raise
                 log.warning("writing %s failed; retrying", what)
-                time.sleep(APPEND_RETRY_S * attempt)
+                await asyncio.sleep(APPEND_RETRY_S * attempt)
         raise AssertionError("unreachable")
 
-    def cancel_requested(self) -> bool:
-        """A Stop, or a lease in doubt: its tools must stop before another worker may take over."""
+    def _refuse_in_doubt(self) -> None:
         if self.lease is not None and self.lease.in_doubt():
-            return True
-        return bool(self.store.redis.exists(cancel_key(self.store.key)))
+            raise LeaseLost(f"{self.store.key}: another worker owns the session now")
 
-    def compacted(self, history: list[Message], through: str) -> None:
-        save_checkpoint(self.store, history, through)
+    async def compacted(self, history: list[Message], through: str) -> None:
+        self._refuse_in_doubt()
+        await in_thread(save_checkpoint, self.store, history, through)
 
-    def repaired(self, step: int, repair: ProjectionRepair) -> None:
+    async def repaired(self, step: int, repair: ProjectionRepair) -> None:
         """On the session's record once per distinct repair; a diagnostic, so a Redis error is
         logged and the turn goes on."""
         try:
-            record_repairs(self.store, self.turn_id, step, repair.call_ids_by_kind)
+            await in_thread(record_repairs, self.store, self.turn_id, step, repair.call_ids_by_kind)
         except RedisError:
             log.warning("could not record a projection repair of step %d", step, exc_info=True)
 
-    def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+    async def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+        self._refuse_in_doubt()
+        await in_thread(self._park, step_uuid, calls)
+
+    def _park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
         asked_at = time.time()
         approvals = [
             Approval(
@@ -138,3 +164,16 @@ class RedisTurnSink:
                 )
             )
         schedule_delivery(self.store.redis, self.store.key)
+
+
+def _retried_blocking(write: Callable[[], T], what: str) -> T:
+    """`RedisTurnSink._retried`, off the event loop."""
+    for attempt in range(1, APPEND_ATTEMPTS + 1):
+        try:
+            return write()
+        except (RedisConnectionError, RedisTimeoutError):
+            if attempt == APPEND_ATTEMPTS:
+                raise
+            log.warning("writing %s failed; retrying", what)
+            time.sleep(APPEND_RETRY_S * attempt)
+    raise AssertionError("unreachable")

@@ -6,8 +6,8 @@ from redis.exceptions import ResponseError
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
-from jobs.janitor import CANCEL_BACKSTOP_S, mark_interrupted, sweep
-from jobs.keys import RUNNING_SESSIONS, SessionKey, turn_queued_key, working_sessions_key
+from jobs.janitor import CANCEL_BACKSTOP_S, CANCEL_RESEND_S, mark_interrupted, sweep
+from jobs.keys import CANCELS_CHANNEL, RUNNING_SESSIONS, SessionKey, turn_queued_key, working_sessions_key
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
 from jobs.queues import TURNS_QUEUE, queue
 from jobs.quotas import Quota
@@ -192,3 +192,35 @@ def test_a_cancel_younger_than_the_backstop_is_left_to_the_turn(redis):
     assert sweep(redis) == []
     assert lease.renew()
     assert SessionStore(redis, KEY).meta.read().state == "running"
+
+
+def listening(pubsub):
+    pubsub.subscribe(CANCELS_CHANNEL)
+    assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # subscribed before anything is sent
+    return pubsub
+
+
+def published_cancels(pubsub, *, within_s: float = 2.0) -> list[str]:
+    """The session keys published on the cancels channel, until one wait of `within_s` hears nothing."""
+    heard = []
+    while (message := pubsub.get_message(timeout=within_s)) is not None:
+        heard.append(message["data"].decode())
+    return heard
+
+
+def test_a_cancel_is_published_for_the_process_running_the_turn(redis):
+    store = SessionStore(redis, KEY)
+    submit(redis)
+    set_state(store, "running", turn_id="t1", job="turn-abc")
+    with listening(redis.pubsub()) as pubsub:
+        assert cancel(redis, KEY, by="U9").ok
+        assert published_cancels(pubsub) == [str(KEY)]
+
+
+@pytest.mark.parametrize(("asked_s_ago", "sent_again"), [(CANCEL_RESEND_S + 1, True), (0, False)])
+def test_a_cancel_still_unheard_is_published_again_by_the_janitor(redis, asked_s_ago, sent_again):
+    lease = _a_running_turn_that_ignores_its_cancel(redis, asked_s_ago)
+    with listening(redis.pubsub()) as pubsub:
+        assert sweep(redis) == []
+        assert published_cancels(pubsub, within_s=0.5) == ([str(KEY)] if sent_again else [])
+    assert lease.renew()  # not yet the backstop: the turn keeps its lease

@@ -119,7 +119,7 @@ def test_a_scrape_without_redis_still_answers_and_counts_the_error():
 def park_one(redis: Redis) -> str:
     store = SessionStore(redis, KEY)
     call = ToolCall(id="c1", name="shell", arguments='{"command": "ls"}')
-    RedisTurnSink(store, "turn-1").park("step-1", [ParkedCall(call, None)])
+    asyncio.run(RedisTurnSink(store, "turn-1").park("step-1", [ParkedCall(call, None)]))
     return "step-1:c1"
 
 

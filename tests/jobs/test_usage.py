@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from agent.messages import Origin, user_message
 from agent.wire import AppendLoopEvent, ApplyCompaction, StepBegin
 from jobs.keys import SessionKey, daily_usage_key
@@ -31,7 +33,7 @@ def test_a_step_recorded_twice_is_counted_once_everywhere(redis):
     )
     begin = AppendLoopEvent(event=StepBegin(uuid="t1-s1", turn_id="t1", step=1, usage=USAGE))
     for _ in range(2):  # a retried append: the same once key, the same step
-        sink.record(begin, "t1-s1:begin")
+        asyncio.run(sink.record(begin, "t1-s1:begin"))
     one = Totals(input=1000, output=200, cached=600, steps=1)
     assert turn_usage(redis, CHILD, "t1") == session_usage(redis, CHILD) == session_usage(redis, ROOT) == one
     assert daily_usage(redis, "T1", "user", "U1") == daily_usage(redis, "T1", "channel", "C1") == one
@@ -71,5 +73,5 @@ def test_a_compaction_in_a_turn_is_counted_once_under_its_record_key(redis):
     sink = RedisTurnSink(SessionStore(redis, ROOT), "t1", meter=UsageMeter(redis, ROOT, "t1", "U1"))
     applied = ApplyCompaction(summary="s", context_summary="s", compacted_count=2, usage=USAGE)
     for _ in range(2):
-        sink.record(applied, "t1-s3:compaction:apply")
+        asyncio.run(sink.record(applied, "t1-s3:compaction:apply"))
     assert turn_usage(redis, ROOT, "t1") == Totals(input=1000, output=200, cached=600, steps=1)

@@ -29,12 +29,14 @@ class MemorySink:
     records: list[dict[str, Any]] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
     inbox: list[Message] = field(default_factory=list)
-    cancel: bool = False
     parked: list[tuple[str, list[ParkedCall]]] = field(default_factory=list)
     checkpoints: list[tuple[int, str]] = field(default_factory=list)
     repairs: list[tuple[int, ProjectionRepair]] = field(default_factory=list)
 
-    def record(self, record: BaseModel, once_key: str) -> str:
+    async def record(self, record: BaseModel, once_key: str) -> str:
+        return self.record_now(record, once_key)
+
+    def record_now(self, record: BaseModel, once_key: str) -> str:
         if once_key in self.keys:
             return self.keys[once_key]
         record_id = f"{len(self.records) + 1}-0"
@@ -43,26 +45,23 @@ class MemorySink:
         return record_id
 
     def append_user(self, text: str) -> None:
-        self.record(AppendMessage(message=user_message(text)), f"user:{len(self.records)}")
+        self.record_now(AppendMessage(message=user_message(text)), f"user:{len(self.records)}")
 
-    def take_input(self) -> list[tuple[Message, str]]:
+    async def take_input(self) -> list[tuple[Message, str]]:
         taken = []
         for message in self.inbox:
-            record_id = self.record(AppendMessage(message=message), f"input:{id(message)}")
+            record_id = self.record_now(AppendMessage(message=message), f"input:{id(message)}")
             taken.append((message, record_id))
         self.inbox = []
         return taken
 
-    def cancel_requested(self) -> bool:
-        return self.cancel
-
-    def compacted(self, history: list[Message], through: str) -> None:
+    async def compacted(self, history: list[Message], through: str) -> None:
         self.checkpoints.append((len(history), through))
 
-    def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
+    async def park(self, step_uuid: str, calls: list[ParkedCall]) -> None:
         self.parked.append((step_uuid, calls))
 
-    def repaired(self, step: int, repair: ProjectionRepair) -> None:
+    async def repaired(self, step: int, repair: ProjectionRepair) -> None:
         self.repairs.append((step, repair))
 
     def types(self) -> list[str]:
@@ -96,7 +95,9 @@ def run_turn(
     during: Any = None,
     model: Any = None,
     live: Any = None,
+    settle: Any = None,
 ) -> TurnOutcome:
+    """`during(loop)` runs beside the turn; `settle()` is awaited after it, on its event loop."""
     registry = default_registry()
     policy = policy or AllowAll()
     give_to_sandbox(workspace)  # the shell runs sandboxed, as the sandbox's uid when we are root
@@ -123,6 +124,9 @@ def run_turn(
         turn = asyncio.ensure_future(loop.run_turn(turn_id, parked))
         if during is not None:
             await during(loop)
-        return await turn
+        outcome = await turn
+        if settle is not None:
+            await settle()
+        return outcome
 
     return asyncio.run(main())

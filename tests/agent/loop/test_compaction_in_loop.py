@@ -90,12 +90,11 @@ def test_cancel_during_a_summary_ends_the_turn_it_belongs_to(fake_llm: FakeLLM, 
     sink = MemorySink()
     for n in range(6):  # no tool output: only a summary helps
         sink.append_user(f"question {n}: " + "words " * 400)
-        sink.record(AppendMessage(message=assistant_message(f"answer {n}: " + "words " * 400)), f"a{n}")
+        sink.record_now(AppendMessage(message=assistant_message(f"answer {n}: " + "words " * 400)), f"a{n}")
 
     async def cancel_the_summary(loop):
         await asyncio.to_thread(wait_for, lambda: fake_llm.requests, what="the summary request")
-        sink.cancel = True
-        await asyncio.to_thread(wait_for, lambda: loop.signal.cancelled, what="the cancel")
+        loop.cancel("user_cancelled")
         gate.set()
 
     config = LoopConfig(context_window=8_000)
@@ -116,7 +115,7 @@ def test_a_history_over_the_window_whose_compaction_fails_ends_the_turn_as_faile
     sink = MemorySink()
     for n in range(3):
         sink.append_user(f"part {n}: " + "words that take room " * 800)  # ~4,000 tokens each
-        sink.record(AppendMessage(message=assistant_message(f"noted part {n}")), f"answer:{n}")
+        sink.record_now(AppendMessage(message=assistant_message(f"noted part {n}")), f"answer:{n}")
     sink.append_user("now sum it all up")
     outcome = run_turn(sink, fake_llm.base_url, tmp_path, config=LoopConfig(context_window=9_000))
     assert outcome.reason == "failed"

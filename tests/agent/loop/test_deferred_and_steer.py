@@ -30,7 +30,7 @@ class Waits:
     ready: dict[str, ToolResult] | None = None
     asked: list[tuple[str, list[str]]] = field(default_factory=list)
 
-    def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
+    async def wait(self, step_uuid: str, calls: list[ToolCall]) -> dict[str, ToolResult] | None:
         self.asked.append((step_uuid, [call.id for call in calls]))
         return self.ready
 

@@ -95,8 +95,7 @@ def test_a_cancel_before_the_drain_still_ends_the_turn_cancelled(fake_llm: FakeL
 
     async def cancel_then_drain(loop: Any) -> None:
         await until_running(marker)
-        sink.cancel = True
-        await asyncio.to_thread(wait_for, lambda: loop.signal.cancelled, what="the cancel to be heard")
+        loop.cancel("user_cancelled")
         loop.drain(30)
 
     outcome = run_turn(sink, fake_llm.base_url, tmp_path, during=cancel_then_drain)

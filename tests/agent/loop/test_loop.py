@@ -111,7 +111,7 @@ def test_cancel_during_a_long_shell_kills_it_and_asks_the_model_nothing_more(
 
     async def cancel_when_running(loop):
         await asyncio.to_thread(wait_for, lambda: host_pids(sleep), what="the shell to start")
-        sink.cancel = True
+        loop.cancel("user_cancelled")
 
     outcome = run_turn(sink, fake_llm.base_url, tmp_path, during=cancel_when_running)
     assert outcome.reason == "cancelled"
@@ -147,7 +147,7 @@ def test_provider_400_on_structure_is_resent_once_strictly(fake_llm: FakeLLM, tm
     sink = MemorySink()
     sink.append_user("hi")
     for said in ("first half", "second half"):  # two assistants in a row: only strict merges them
-        sink.record(AppendMessage(message=assistant_message(said)), said)
+        sink.record_now(AppendMessage(message=assistant_message(said)), said)
     sink.append_user("go on")
     history = sink.history()
 

@@ -69,7 +69,7 @@ def test_a_finished_foreground_child_answers_its_parents_call(redis):
     parent = SessionStore(redis, ROOT)
     waits = StepWaits(parent)
     waits.expect("a1")
-    waits.wait("t-s1", [ToolCall(id="a1", name="Agent", arguments="{}")])
+    waits.arm("t-s1", [ToolCall(id="a1", name="Agent", arguments="{}")])
     store, _ = child(redis)
     assert active_children(redis, ROOT) == [store.key]
     child_turn_ended(store, TurnOutcome("completed", answer="all green"), turn_timeout_s=60)
@@ -82,7 +82,7 @@ def test_a_child_whose_worker_died_is_reported_lost(redis):
     parent = SessionStore(redis, ROOT)
     waits = StepWaits(parent)
     waits.expect("a1")
-    waits.wait("t-s1", [ToolCall(id="a1", name="Agent", arguments="{}")])
+    waits.arm("t-s1", [ToolCall(id="a1", name="Agent", arguments="{}")])
     store, _ = child(redis)
     set_state(store, "running", turn_id="t-child")
     mark_interrupted(store)

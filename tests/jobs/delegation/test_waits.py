@@ -24,7 +24,7 @@ def test_the_last_answer_after_the_park_enqueues_the_continuation(redis):
     waits = StepWaits(SessionStore(redis, KEY))
     waits.expect("a1")
     waits.expect("a2")
-    assert waits.wait("t-s1", [call("a1"), call("a2")]) is None
+    assert waits.arm("t-s1", [call("a1"), call("a2")]) is None
     assert not waits.complete("a1", ToolResult("one"), turn_timeout_s=60)
     assert queued_turns(redis) == 0
     assert waits.complete("a2", ToolResult("two", is_error=True), turn_timeout_s=60)
@@ -41,7 +41,7 @@ def test_answers_before_the_park_go_on_in_the_same_worker(redis):
     waits = StepWaits(SessionStore(redis, KEY))
     waits.expect("a1")
     assert not waits.complete("a1", ToolResult("early"), turn_timeout_s=60)  # not armed: nobody to wake
-    ready = waits.wait("t-s1", [call("a1")])
+    ready = waits.arm("t-s1", [call("a1")])
     assert ready is not None and ready["a1"].text() == "early"
     assert queued_turns(redis) == 0
 
@@ -49,7 +49,7 @@ def test_answers_before_the_park_go_on_in_the_same_worker(redis):
 def test_a_late_answer_for_a_cleared_wait_is_ignored(redis):
     waits = StepWaits(SessionStore(redis, KEY))
     waits.expect("a1")
-    waits.wait("t-s1", [call("a1")])
+    waits.arm("t-s1", [call("a1")])
     waits.clear()
     assert not waits.complete("a1", ToolResult("late"), turn_timeout_s=60)
     assert waits.parked() is None and queued_turns(redis) == 0
@@ -59,6 +59,6 @@ def test_a_new_step_replaces_what_a_finished_step_left(redis):
     waits = StepWaits(SessionStore(redis, KEY))
     waits.expect("a1")
     waits.complete("a1", ToolResult("done"), turn_timeout_s=60)
-    assert waits.wait("t-s1", [call("a1")]) is not None  # went on in the same turn
+    assert waits.arm("t-s1", [call("a1")]) is not None  # went on in the same turn
     waits.expect("b1")  # the next step delegates again
     assert waits.pending_calls() == ["b1"] and waits.parked() is None

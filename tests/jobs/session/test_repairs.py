@@ -75,9 +75,11 @@ def repair_of(by_kind: dict[str, list[str]]) -> ProjectionRepair:
 def test_each_kind_and_set_of_calls_is_a_repair_of_its_own_listed_oldest_first(redis: Redis):
     store = SessionStore(redis, KEY)
     sink = RedisTurnSink(store, "t1")
-    sink.repaired(1, repair_of({"tool_result_synthesized": ["c1"], "leading_non_user_dropped": []}))
-    sink.repaired(2, repair_of({"tool_result_synthesized": ["c1"]}))  # the same: not again
-    sink.repaired(3, repair_of({"tool_result_synthesized": ["c1", "c2"]}))
+    asyncio.run(
+        sink.repaired(1, repair_of({"tool_result_synthesized": ["c1"], "leading_non_user_dropped": []}))
+    )
+    asyncio.run(sink.repaired(2, repair_of({"tool_result_synthesized": ["c1"]})))  # the same: not again
+    asyncio.run(sink.repaired(3, repair_of({"tool_result_synthesized": ["c1", "c2"]})))
 
     listed = [(r.kind, r.call_ids, r.step) for r in repairs_of(redis, KEY)]
     assert sorted(listed) == sorted(
@@ -95,12 +97,12 @@ def test_hostile_call_ids_are_bounded_and_a_session_keeps_at_most_max_recorded(r
     store = SessionStore(redis, KEY)
     sink = RedisTurnSink(store, "t1")
     many = [f"{'x' * 5000}{n}" for n in range(50)]
-    sink.repaired(1, repair_of({"orphan_tool_result_dropped": many}))
+    asyncio.run(sink.repaired(1, repair_of({"orphan_tool_result_dropped": many})))
     [repair] = repairs_of(redis, KEY)
     assert repair.calls == 50 and len(repair.call_ids) == repairs.MAX_CALL_IDS
     assert all(len(call_id) == repairs.MAX_CALL_ID_CHARS for call_id in repair.call_ids)
     assert repair.summary().endswith(" and 30 more) at step 1 of t1")
 
     for n in range(repairs.MAX_RECORDED + 10):
-        sink.repaired(2, repair_of({"tool_result_reordered": [f"c{n}"]}))
+        asyncio.run(sink.repaired(2, repair_of({"tool_result_reordered": [f"c{n}"]})))
     assert len(repairs_of(redis, KEY)) == repairs.MAX_RECORDED

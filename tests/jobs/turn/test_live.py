@@ -43,7 +43,15 @@ def test_each_step_is_published_as_the_model_writes_it(fake_llm: FakeLLM, tmp_pa
     sink = MemorySink()
     sink.append_user("look around")
     reporter = TeeReporter(Heard(), steps)
-    outcome = run_turn(sink, fake_llm.base_url, tmp_path, reporter=reporter, live=steps, during=watch)
+    outcome = run_turn(
+        sink,
+        fake_llm.base_url,
+        tmp_path,
+        reporter=reporter,
+        live=steps,
+        during=watch,
+        settle=steps.publisher.flush,
+    )
 
     assert outcome.answer == ANSWER
     first, second = live.read(store, "t1", 1), live.read(store, "t1", 2)
@@ -68,6 +76,7 @@ def test_a_step_asked_again_starts_its_text_over_and_open_calls_end_unknown(redi
         listener.on_text("half of a fir")
         listener.on_restart()
         listener.on_text("Second")
+        await steps.publisher.flush()
 
     asyncio.run(main())
     record = live.read(store, "t1", 1)
@@ -104,7 +113,10 @@ def test_a_stream_cut_and_retried_starts_the_step_over(fake_llm: FakeLLM, tmp_pa
     model = RetryingModel(OpenAICompatibleModel(fake_llm.base_url, "fake-model"), sleep=at_once)
     sink = MemorySink()
     sink.append_user("again")
-    outcome = run_turn(sink, fake_llm.base_url, tmp_path, model=model, live=LiveSteps(store, "t1"))
+    steps = LiveSteps(store, "t1")
+    outcome = run_turn(
+        sink, fake_llm.base_url, tmp_path, model=model, live=steps, settle=steps.publisher.flush
+    )
 
     record = live.read(store, "t1", 1)
     assert outcome.answer == ANSWER and record.text == ANSWER and record.attempt == 1 and record.final
