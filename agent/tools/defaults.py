@@ -38,8 +38,8 @@ READ_FILE_SCAN_MAX_BYTES = 64 * 1024 * 1024
 # write_file's content and what edit_file reads and writes: far beyond any source file, far
 # below what would strain a worker that runs many turns.
 WRITE_FILE_MAX_BYTES = 10_000_000
-# Files up to this size are read on the event loop: reading them takes less time than
-# handing the work to a thread and back.
+# Files up to this size are read whole in one call (in the tools lane, like every file read);
+# larger ones are paged through a buffered reader.
 READ_INLINE_MAX_BYTES = 256 * 1024
 # list_dir / glob / grep: enough to be useful, few enough to stay well under the limit.
 LIST_DIR_MAX_ENTRIES = 1_000

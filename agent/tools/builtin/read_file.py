@@ -112,14 +112,21 @@ def _with_footer(lines: list[str], shown: str, offset: int, total: int, counted_
 
 
 def _read(workspace: Path, path: Path, shown: str, args: ReadFileParams) -> str:
+    """The page asked for. Off the turns' loop (agent.offload): a path on a slow or hung mount
+    blocks one lane thread, never the other turns."""
     with open_file(workspace, path, shown) as opened:
+        data = _small(opened)
+        if data is not None:
+            if looks_binary_data(data):
+                raise ToolError(binary_text(shown))
+            return _page(io.BytesIO(data), shown, args.offset, args.limit)
         require_text(opened.fd, shown)
         with os.fdopen(opened.fd, "rb", closefd=False) as handle:
             return _page(handle, shown, args.offset, args.limit)
 
 
 def _small(opened: Opened) -> bytes | None:
-    """All of a small file, read at once (at most READ_INLINE_MAX_BYTES, whatever it grew to)."""
+    """All of a small file, read in one call (at most READ_INLINE_MAX_BYTES, whatever it grew to)."""
     if opened.info.st_size > READ_INLINE_MAX_BYTES:
         return None
     data = os.pread(opened.fd, READ_INLINE_MAX_BYTES + 1, 0)
@@ -141,14 +148,6 @@ class ReadFile(Tool[ReadFileParams]):
 
     async def _read(self, path: Path, args: ReadFileParams, context: ToolContext) -> ToolResult:
         shown = context.show(path)
-        # Opening never blocks (O_NONBLOCK, special files refused): a small file is read here, as
-        # a thread hop costs more than the read; a larger one is opened again and read in a thread.
-        with open_file(context.workspace, path, shown) as opened:
-            data = _small(opened)
-        if data is not None:
-            if looks_binary_data(data):
-                raise ToolError(binary_text(shown))
-            return ToolResult(_page(io.BytesIO(data), shown, args.offset, args.limit))
         return ToolResult(await in_thread(_read, context.workspace, path, shown, args))
 
     async def run(self, args: ReadFileParams, context: ToolContext) -> ToolResult:
