@@ -1,6 +1,7 @@
 """Many turns in one worker process (issue 19): 200 mentions within 2 s, one `threadline worker`.
 
     python -m bench.concurrency [--sessions 200] [--model-s 5] [--turn-concurrency 200] [--heavy 10]
+                                [--tool-steps 3]
 
 Each mention is a new thread by a different person in a channel of its own; the fake model
 answers every request after `--model-s` seconds. One `threadline worker` (the default one
@@ -11,7 +12,9 @@ two renewals of any turn's lease, sampled from Redis every 50 ms (target < LEASE
 Leases are renewed every LEASE_TTL_SECONDS / 4 (5 s), so that is the gap of a heartbeat on time.
 With `--heavy N`, the first N turns first `grep` a workspace of 40 MB of text (CPU-bound work in
 the worker process while the others wait on the model), to show it does not delay the others'
-heartbeats. The turns share one event loop; the worker logs its longest stall as it stops.
+heartbeats. With `--tool-steps N`, each turn runs `list_dir` N times before it answers, so cards,
+live steps and tool results flow while the others wait. The turns share one event loop; the
+worker logs its longest stall as it stops.
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ SAMPLE_S = 0.05
 HEAVY_FILES, HEAVY_FILE_BYTES = 40, 1_000_000
 
 
-def model(delay_s: float):  # type: ignore[no-untyped-def]
+def model(delay_s: float, tool_steps: int = 0):  # type: ignore[no-untyped-def]
     def reply(body: dict) -> Reply:
         heavy = "[heavy]" in str(body["messages"])
-        if heavy and not any(m["role"] == "tool" for m in body["messages"]):
+        results = sum(m["role"] == "tool" for m in body["messages"])
+        if heavy and not results:
             return calls(("g1", "grep", {"pattern": "no such needle", "path": "."}))
+        if results < tool_steps:  # tool events flow: cards, live steps, tool results
+            return calls((f"l{results}", "list_dir", {"path": "."}))
         answer = text(ANSWER)
         answer.delay_s = 0 if heavy else delay_s
         return answer
@@ -116,12 +122,15 @@ def main() -> None:
     parser.add_argument("--model-s", type=float, default=5)
     parser.add_argument("--turn-concurrency", type=int, default=200)
     parser.add_argument("--heavy", type=int, default=0, help="turns that grep 40 MB first")
+    parser.add_argument(
+        "--tool-steps", type=int, default=0, help="list_dir steps each turn runs before answering"
+    )
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     args = parser.parse_args()
     redis = Redis.from_url(args.redis)
     redis.flushdb()
     slack = FakeSlack(bot_token=BOT_TOKEN).start()
-    llm = FakeLLM(default=model(args.model_s)).start()
+    llm = FakeLLM(default=model(args.model_s, args.tool_steps)).start()
     ttl_ms = int(Settings().LEASE_TTL_SECONDS * 1000)
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="").start(workers=0)
@@ -177,7 +186,7 @@ def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
         f"{args.sessions} mentions sent in {sending_s:.2f} s ({statuses.count(200)} acknowledged); "
         f"model answers after {args.model_s:g} s; one `threadline worker --turn-concurrency "
         f"{args.turn_concurrency}`; {args.heavy} of the turns grep "
-        f"{HEAVY_FILES * HEAVY_FILE_BYTES // 10**6} MB first"
+        f"{HEAVY_FILES * HEAVY_FILE_BYTES // 10**6} MB first; each runs {args.tool_steps} list_dir step(s)"
     )
     if latencies:
         p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]

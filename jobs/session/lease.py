@@ -166,7 +166,7 @@ class Lease:
         self.stop_heartbeat()
 
 
-TICK_S = 1.0  # how often the keeper looks for leases due a renewal
+TICK_S = 0.5  # how often the keeper looks for leases due a renewal (late by at most this)
 
 
 class LeaseKeeper:
