@@ -54,23 +54,26 @@ INTERRUPTED_TEXT = (
 )
 
 
-def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
-    """One pass; returns the sessions it marked interrupted (or cancelled)."""
+def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S, *, at_ms: int | None = None) -> list[SessionKey]:
+    """One pass; returns the sessions it marked interrupted (or cancelled). `at_ms` is the time
+    the sweep judges ages by (epoch ms, now by default): a test sets it past a grace instead of
+    waiting the grace out."""
     if not redis.set(JANITOR_LOCK, "1", nx=True, px=int(every_s * 1000)):
         return []
+    at_ms = now_ms() if at_ms is None else at_ms
     marked = []
     for member in redis.smembers(RUNNING_SESSIONS):
         key = SessionKey.parse(text(member))
         with bound(**session_fields(key)):
-            if _sweep_running(SessionStore(redis, key), member):
+            if _sweep_running(SessionStore(redis, key), member, at_ms):
                 marked.append(key)
-    _requeue_lost_turns(redis)
+    _requeue_lost_turns(redis, at_ms)
     return marked
 
 
-def _sweep_running(store: SessionStore, member: bytes | str) -> bool:
+def _sweep_running(store: SessionStore, member: bytes | str, at_ms: int) -> bool:
     """A session that took a lease: True when its turn's worker died mid-turn and it was marked."""
-    if store.redis.exists(store.lease_key) and not _revoked_for_an_ignored_cancel(store):
+    if store.redis.exists(store.lease_key) and not _revoked_for_an_ignored_cancel(store, at_ms):
         return False
     store.redis.srem(RUNNING_SESSIONS, member)
     running = state_of(store) == "running"
@@ -86,14 +89,14 @@ def _queue_waiting_input(store: SessionStore) -> None:
         schedule_turn(store.redis, store.key, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)
 
 
-def _requeue_lost_turns(redis: Redis) -> None:
+def _requeue_lost_turns(redis: Redis, at_ms: int) -> None:
     settings = runtime.settings()
     for member in redis.smembers(QUEUED_SESSIONS):
         store = SessionStore(redis, SessionKey.parse(text(member)))
         meta = store.meta.read()
         if meta.state != "queued":
             redis.srem(QUEUED_SESSIONS, member)
-        elif _turn_lost(store, now_ms() - (meta.updated or 0), settings.LEASE_TTL_SECONDS):
+        elif _turn_lost(store, at_ms - (meta.updated or 0), settings.LEASE_TTL_SECONDS):
             with bound(**session_fields(store.key)):
                 log.warning("session %s: its queued turn job was lost; queued it again", store.key)
                 clear_turn_flag(redis, store.key)
@@ -162,13 +165,13 @@ def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
     store.post_notice(ProgressNotice(turn_id=turn_id, card=final))
 
 
-def _revoked_for_an_ignored_cancel(store: SessionStore) -> bool:
+def _revoked_for_an_ignored_cancel(store: SessionStore, at_ms: int) -> bool:
     """A turn still holding its lease CANCEL_BACKSTOP_S after a cancel is not hearing it (its
     loop is stuck): take its lease, so it writes nothing more once it wakes, and end the session
     here, as cancelled. No RQ command: a thread-based worker ignores RQ's stop-job."""
     meta = store.meta.read()
     asked_at = meta.cancel_at or 0
-    if not asked_at or now_ms() - asked_at < CANCEL_BACKSTOP_S * 1000:
+    if not asked_at or at_ms - asked_at < CANCEL_BACKSTOP_S * 1000:
         return False
     holder = store.redis.get(store.lease_key)
     if not cancel_requested_by(store.redis, store.key) or holder is None or not revoke(store, text(holder)):
