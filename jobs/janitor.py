@@ -8,8 +8,12 @@ people in the thread decide with `!resume`. Input left waiting in the inbox of a
 expired goes onto the wire and queues its turn.
 
 A worker killed after taking a turn job off the queue but before taking the lease ran
-nothing: that session stays `queued` with no job on its way. A sweep queues its turn again
-once the session has been `queued` for a lease TTL with neither a lease nor a waiting job.
+nothing: that session stays `queued` with no job on its way. So does a web process killed
+between a mention's claim of the turn and its enqueue (jobs.input), or whose enqueue failed. A
+sweep queues its turn again once the session has been `queued` for a lease TTL with neither a
+lease nor a waiting job. That grace is far longer than a live process takes from the claim to
+the enqueue (milliseconds); one slower still only enqueues a second job, which finds the
+session leased or nothing to answer (jobs.queues.schedule_turn).
 """
 
 from __future__ import annotations
