@@ -280,9 +280,10 @@ def test_a_turn_whose_worker_died_before_taking_the_lease_is_run_again(
 def test_a_turn_claimed_by_a_web_process_that_died_before_enqueueing_it_runs_once(
     make_stack, redis, fake_slack, fake_llm: FakeLLM
 ):
-    """A mention is two round trips: jobs/input.lua claims the turn (the `queued` flag, state
-    `queued`), then RQ enqueues its job. A web process killed in between leaves the flag and no
-    job; the janitor queues the turn once the claim is a lease TTL old, and it runs once."""
+    """A mention that starts a turn is two steps: jobs/input.lua claims the turn (the `queued`
+    flag, state `queued`), then RQ enqueues its job. A web process killed in between leaves the
+    flag and no job; the janitor queues the turn once the claim is a lease TTL old, and it runs
+    once."""
     stack = make_stack(workers=0, LEASE_TTL_SECONDS="3", JANITOR_INTERVAL_SECONDS="1")
     fake_llm.script(text("answered after all"))
     root = fake_slack.add_user_message(CHANNEL, "are you there?", user="W222")
