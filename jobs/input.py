@@ -10,13 +10,13 @@ wire log otherwise (the next turn folds it). Two callers:
   in the channel, and, when the input went to the wire of a session that is not parked, the
   turn's claim: the `queued` flag (SET NX, so concurrent inputs claim one turn) and the
   `queued` state. The script touches no RQ key; a claimed turn's job is then enqueued through
-  RQ's public API (`jobs.queues.enqueue_turn`), a second round trip of RQ's own. A process
+  RQ's public API (`jobs.queues.enqueue_turn`: RQ's own round trips, two in RQ 3.0). A process
   that dies between the two leaves a `queued` session with a flag and no job: the janitor's
   lost-turn check (jobs.janitor) queues it again once it has been queued for a lease TTL. An
   enqueue that fails gives the flag back and raises, with the input recorded and the session
-  `queued`: the web process answers Slack with an error, Slack's retry of this delivery is a
-  duplicate (the dedupe keys are claimed), and the janitor queues the turn the same way (or the
-  next message in the thread claims it first). A reply in a thread whose session does not
+  `queued`: the web process answers Slack 503, Slack's retry of this delivery is a duplicate
+  (the dedupe keys are claimed), and the janitor queues the turn the same way (or the next
+  message in the thread claims it first). A reply in a thread whose session does not
   exist yet can be held (`without_session="hold"`, jobs.session.early): the session's first
   recorded input folds it in, in Slack ts order, in the same step.
 - `route_input`, which only routes and notes `created`: its caller
@@ -102,9 +102,9 @@ def record_input(
     already has that many sessions working, and each of `budgets` (jobs.quotas.budget_quotas)
     when the input would start a turn and that daily budget is spent.
 
-    Two round trips when the input starts a turn: the claim (`claim_input`), then RQ's enqueue.
-    An enqueue that fails raises, with the input recorded and the flag given back; the janitor
-    queues the turn.
+    An input that starts a turn is two steps: the claim (`claim_input`, one round trip), then
+    RQ's enqueue. An enqueue that fails raises, with the input recorded and the flag given back;
+    the janitor queues the turn.
     """
     recorded = claim_input(
         redis, key, user_input, parked=parked, dedupe_keys=dedupe_keys, dedupe_ttl_s=dedupe_ttl_s,
