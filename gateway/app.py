@@ -70,10 +70,12 @@ def _answer_errors(error: Exception, body: dict[str, Any], response: BoltRespons
         _acknowledge(response, NOT_HANDLED if interactive else None)
         return
     if isinstance(error, RedisError):
-        # Not acknowledged, so Slack retries the event: nothing is lost while Redis is away.
+        # Not acknowledged, so Slack retries the event: nothing is lost while Redis is away. A
+        # mention whose input was recorded before its turn's enqueue failed makes the retry a
+        # duplicate; its session is `queued`, and the janitor enqueues the turn (jobs.input).
         metrics.redis_error("web")
         log.error(
-            "Redis is unavailable (%s): event %s not recorded; answering 503 so Slack retries",
+            "Redis is unavailable (%s): event %s not acknowledged; answering 503 so Slack retries",
             error,
             body.get("event_id"),
         )

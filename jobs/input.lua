@@ -6,10 +6,13 @@
 --   'record' (jobs.input.record_input, a person's message) also, all in this one step: drops
 --            a delivery whose dedupe key was seen, claims the dedupe keys, notes the owner and
 --            the caller's latest session, and, when the input went to the wire of a session
---            that is not parked, claims the turn (the `queued` flag, SET NX) and pushes its
---            RQ job. A reply in a thread without a session yet may instead be held (the
---            `early` hash, jobs/session/early.py) and is folded in after the session's first
---            recorded input, in Slack ts order, when that input comes;
+--            that is not parked, claims the turn (the `queued` flag, SET NX, and state
+--            `queued`) and returns its token. This script touches no RQ key: the caller then
+--            enqueues the turn's job through RQ (jobs.queues.enqueue_turn). A caller that dies
+--            in between leaves a `queued` session with no job, which the janitor's lost-turn
+--            check queues again (jobs/janitor.py). A reply in a thread without a session yet
+--            may instead be held (the `early` hash, jobs/session/early.py) and is folded in
+--            after the session's first recorded input, in Slack ts order, when that input comes;
 --   'route'  (jobs.input.route_input, SessionStore.submit) only routes: KEYS 5.. and ARGV 5..
 --            are not passed, and the caller schedules what follows.
 --
@@ -21,14 +24,11 @@
 --   'record' only:
 --   5 queued_key     the turn's `queued` flag (holds the turn token)
 --   6 recent_key     the caller's latest session in this channel
---   7 job_key        the turn's RQ job hash
---   8 queue_key      the `turns` queue (list of job ids)
---   9 queues_key     RQ's set of queues
---   10 queued_sessions the sessions with a queued turn, which the janitor watches
---   11 early_key     replies held until the session exists (hash: Slack ts → held reply JSON)
---   12 working_key   the sessions whose turn the speaker's messages started (sorted set)
---   13.. quota counters (jobs/quotas.py), ARGV 16 of them, then
---        the daily usage hashes of the budgets (jobs/usage.py), ARGV 19 of them, then
+--   7 queued_sessions the sessions with a queued turn, which the janitor watches
+--   8 early_key      replies held until the session exists (hash: Slack ts → held reply JSON)
+--   9 working_key    the sessions whose turn the speaker's messages started (sorted set)
+--   10.. quota counters (jobs/quotas.py), ARGV 15 of them, then
+--        the daily usage hashes of the budgets (jobs/usage.py), ARGV 18 of them, then
 --        the dedupe keys of the Slack delivery (none: nothing to deduplicate); always last
 --
 -- ARGV
@@ -38,56 +38,55 @@
 --   4 mode           'record' or 'route'
 --   'record' only:
 --   5 user           the Slack user who spoke: the session's owner if it is new
---   6 token          the turn token: the `queued` flag's value, the dedupe keys' value
+--   6 token          the turn token: the `queued` flag's value, the dedupe keys' value, and
+--                    what a claim returns (its RQ job id is `turn-<token>`, jobs.queues)
 --   7 flag_ttl_s     the `queued` flag's TTL
 --   8 session        the session key, as the recent key holds it
 --   9 recent_ttl_s   the recent key's TTL
 --   10 no_session    a thread without a session: 'start' one, 'hold' the input until one
 --                    starts (claiming the dedupe keys), or 'ignore' it (claiming nothing)
 --   11 dedupe_ttl_s  the dedupe keys' TTL
---   12 job_id        the turn's RQ job id
---   13 ts            the input's Slack ts: the held reply's field, the fold's cut-off
---   14 early_ttl_s   how long a held reply waits for its session
---   15 parked_count  how many parked states follow (no worker is held in them)
---   16 quota_count   how many quota counters KEYS holds from 13
---   17 working_limit how many sessions the speaker may have working at once (0: no limit)
---   18 working_ttl_s how long working_key is kept after its latest session
---   19 budget_count  how many daily budgets KEYS holds after the quota counters
---   20.. per quota its limit and window (s), then per budget its limit (tokens), then the parked
---        states, then the values of the job's own fields (jobs.queues.OWN_FIELDS)
+--   12 ts            the input's Slack ts: the held reply's field, the fold's cut-off
+--   13 early_ttl_s   how long a held reply waits for its session
+--   14 parked_count  how many parked states follow (no worker is held in them)
+--   15 quota_count   how many quota counters KEYS holds from 10
+--   16 working_limit how many sessions the speaker may have working at once (0: no limit)
+--   17 working_ttl_s how long working_key is kept after its latest session
+--   18 budget_count  how many daily budgets KEYS holds after the quota counters
+--   19.. per quota its limit and window (s), then per budget its limit (tokens), then the parked
+--        states
 --
 -- Spelled in when the script text is built (jobs/input.py, script_text): the meta field names
 -- (jobs.keys.MetaField), the working states (jobs.session.state.WORKING_STATES), how a
--- session's meta key is spelled, the job fields every turn shares (jobs.queues.turn_job), and
--- count_working (jobs.quotas.COUNT_WORKING, which a resume's claim shares).
--- As arguments, the job fields would be most of what each call sends and Redis unpacks.
+-- session's meta key is spelled, and count_working (jobs.quotas.COUNT_WORKING, which a
+-- resume's claim shares).
 --
 -- Counting the speaker's working sessions reads the meta hash of each session working_key
--- names: keys this script is not given, which a standalone Redis allows (the queue and quota
--- keys already live outside the session's hash slot, so this script is not Cluster-safe anyway).
+-- names: keys this script is not given, which a standalone Redis allows (the quota keys already
+-- live outside the session's hash slot, so this script is not Cluster-safe anyway).
 --
--- Returns 'inbox', 'wire', 'held', 'duplicate', 'no session', 'quota <i>[ tell]' (the i-th
--- quota is used up: nothing is recorded but the dedupe keys and that quota's count; ' tell'
--- on its first refusal in the window), 'working' (the input would start a turn and the
--- speaker has working_limit sessions working: nothing recorded but the dedupe keys and the
--- quota counts) or 'budget <i>' (the input would start a turn and the i-th daily budget is
--- spent: recorded as little as for 'working'); a queue that refuses the job
--- (WRONGTYPE) raises, with the input recorded and the `queued` flag given back.
+-- Returns 'turn <token>' (the input went onto the wire and claimed the session's turn, whose
+-- job the caller enqueues), 'inbox', 'wire', 'held', 'duplicate', 'no session',
+-- 'quota <i>[ tell]' (the i-th quota is used up: nothing is recorded but the dedupe keys and
+-- that quota's count; ' tell' on its first refusal in the window), 'working' (the input would
+-- start a turn and the speaker has working_limit sessions working: nothing recorded but the
+-- dedupe keys and the quota counts) or 'budget <i>' (the input would start a turn and the
+-- i-th daily budget is spent: recorded as little as for 'working').
 
 local lease_key, inbox_key, wire_key, meta_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local queued_key, recent_key, job_key, queue_key, queues_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local queued_sessions, early_key, working_key = KEYS[10], KEYS[11], KEYS[12]
-local quota_from, quota_count = 13, tonumber(ARGV[16] or '0')
-local budget_count = tonumber(ARGV[19] or '0')
+local queued_key, recent_key, queued_sessions = KEYS[5], KEYS[6], KEYS[7]
+local early_key, working_key = KEYS[8], KEYS[9]
+local quota_from, quota_count = 10, tonumber(ARGV[15] or '0')
+local budget_count = tonumber(ARGV[18] or '0')
 local budget_from = quota_from + quota_count
 local dedupe_from = budget_from + budget_count
 
 local record, input_json, now_ms, recording = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == 'record'
 local user, token, flag_ttl_s, session = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local recent_ttl_s, no_session, dedupe_ttl_s, job_id = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
-local ts, early_ttl_s = ARGV[13], ARGV[14]
-local working_limit, working_ttl_s = tonumber(ARGV[17] or '0'), ARGV[18]
-local budget_limits_from = 20 + 2 * quota_count
+local recent_ttl_s, no_session, dedupe_ttl_s = ARGV[9], ARGV[10], ARGV[11]
+local ts, early_ttl_s = ARGV[12], ARGV[13]
+local working_limit, working_ttl_s = tonumber(ARGV[16] or '0'), ARGV[17]
+local budget_limits_from = 19 + 2 * quota_count
 local parked_from = budget_limits_from + budget_count
 
 local STATE, UPDATED, CREATED, OWNER = ${state}, ${updated}, ${created}, ${owner}
@@ -153,14 +152,14 @@ end
 -- only, so a flood is told once per window rather than once per message.
 local function over_quota()
   for i = 1, quota_count do
-    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[18 + 2 * i])
+    local counter, limit = KEYS[quota_from + i - 1], tonumber(ARGV[17 + 2 * i])
     if tonumber(redis.call('GET', counter) or '0') >= limit then
       return i, redis.call('INCR', counter) == limit + 1
     end
   end
   for i = 1, quota_count do
     local counter = KEYS[quota_from + i - 1]
-    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[19 + 2 * i]) end
+    if redis.call('INCR', counter) == 1 then redis.call('EXPIRE', counter, ARGV[18 + 2 * i]) end
   end
   return nil
 end
@@ -224,24 +223,16 @@ redis.call('XADD', wire_key, '*', ${record_field}, record)
 if not recording then return 'wire' end
 fold_early(false)
 
-local parked_to = parked_from - 1 + tonumber(ARGV[15])
+local parked_to = parked_from - 1 + tonumber(ARGV[14])
 local state = redis.call('HGET', meta_key, STATE) or 'idle'
 for i = parked_from, parked_to do
   if state == ARGV[i] then return 'wire' end
 end
 if not redis.call('SET', queued_key, token, 'NX', 'EX', flag_ttl_s) then return 'wire' end
-local pushed = redis.pcall('RPUSH', queue_key, job_id)
-if type(pushed) == 'table' and pushed.err then
-  redis.call('DEL', queued_key)
-  return redis.error_reply(pushed.err)
-end
-local own = parked_to
-redis.call('HSET', job_key, ${job_fields})
-redis.call('SADD', queues_key, queue_key)
 redis.call('SADD', queued_sessions, session)
 if working_limit > 0 then
   redis.call('ZADD', working_key, now_ms, session)
   redis.call('EXPIRE', working_key, working_ttl_s)
 end
 redis.call('HSET', meta_key, STATE, 'queued', UPDATED, now_ms)
-return 'wire'
+return 'turn ' .. token

@@ -5,17 +5,20 @@ to the inbox while a turn holds the lease (the running loop takes it at its next
 wire log otherwise (the next turn folds it). Two callers:
 
 - `record_input`, a Slack message. A mention is on Slack's clock (it waits for our 200), so
-  everything it writes is the same script: the dedupe keys (`SET NX EX`, all or none), the
-  routing, `created` / `owner` noted once, the caller's latest session in the channel, and,
-  when the input went to the wire of a session that is not parked, the turn: the `queued` flag
-  (SET NX, so concurrent inputs claim one turn), the `queued` state, and the RQ job RQ would
-  have written, pushed onto the `turns` queue. The job's fields are RQ's
-  (`jobs.queues.turn_job`); only its storage happens here, so it is written in the same step
-  as the state that says it exists. A queue that refuses the push (WRONGTYPE) leaves the input
-  recorded and no claim behind: resume or the next message schedules the turn, and Slack's
-  retry of this delivery is a duplicate, as it should be. A reply in a thread whose session
-  does not exist yet can be held (`without_session="hold"`, jobs.session.early): the
-  session's first recorded input folds it in, in Slack ts order, in the same step.
+  everything of ours it writes is the same script (`claim_input`): the dedupe keys (`SET NX
+  EX`, all or none), the routing, `created` / `owner` noted once, the caller's latest session
+  in the channel, and, when the input went to the wire of a session that is not parked, the
+  turn's claim: the `queued` flag (SET NX, so concurrent inputs claim one turn) and the
+  `queued` state. The script touches no RQ key; a claimed turn's job is then enqueued through
+  RQ's public API (`jobs.queues.enqueue_turn`: RQ's own round trips, two in RQ 3.0). A process
+  that dies between the two leaves a `queued` session with a flag and no job: the janitor's
+  lost-turn check (jobs.janitor) queues it again once it has been queued for a lease TTL. An
+  enqueue that fails gives the flag back and raises, with the input recorded and the session
+  `queued`: the web process answers Slack 503, Slack's retry of this delivery is a duplicate
+  (the dedupe keys are claimed), and the janitor queues the turn the same way (or the next
+  message in the thread claims it first). A reply in a thread whose session does not
+  exist yet can be held (`without_session="hold"`, jobs.session.early): the session's first
+  recorded input folds it in, in Slack ts order, in the same step.
 - `route_input`, which only routes and notes `created`: its caller
   schedules what follows.
 
@@ -25,6 +28,8 @@ Waiting input can still be edited or withdrawn: that is the inbox (jobs.session.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
 from importlib.resources import files
 from string import Template
 from typing import Literal, cast
@@ -49,7 +54,7 @@ from jobs.keys import (
     working_sessions_key,
 )
 from jobs.lua import lua
-from jobs.queues import OWN_FIELDS, QUEUED_FLAG_TTL_S, Fields, new_turn_token, turn_job
+from jobs.queues import QUEUED_FLAG_TTL_S, enqueue_turn, new_turn_token
 from jobs.quotas import COUNT_WORKING, Quota, Refused
 from jobs.redis_text import text
 from jobs.session.early import EARLY_REPLY_TTL_S
@@ -64,7 +69,14 @@ WithoutSession = Literal["start", "hold", "ignore"]
 Routed = Literal["wire", "inbox"]
 
 _TEMPLATE = Template(files("jobs").joinpath("input.lua").read_text())
-_scripts: dict[Fields, str] = {}
+
+
+@dataclass(frozen=True)
+class TurnClaimed:
+    """The input went onto the wire and claimed the session's turn: the `queued` flag holds
+    `token`, and the turn's RQ job (`jobs.queues.turn_job_id(token)`) is still to enqueue."""
+
+    token: str
 
 
 def record_input(
@@ -89,32 +101,66 @@ def record_input(
     `working` (jobs.quotas.working_quota) when the input would start a turn and the speaker
     already has that many sessions working, and each of `budgets` (jobs.quotas.budget_quotas)
     when the input would start a turn and that daily budget is spent.
+
+    An input that starts a turn is two steps: the claim (`claim_input`, one round trip), then
+    RQ's enqueue. An enqueue that fails raises, with the input recorded and the flag given back;
+    the janitor queues the turn.
     """
+    recorded = claim_input(
+        redis, key, user_input, parked=parked, dedupe_keys=dedupe_keys, dedupe_ttl_s=dedupe_ttl_s,
+        without_session=without_session, quotas=quotas, working=working, budgets=budgets,
+    )  # fmt: skip
+    if isinstance(recorded, TurnClaimed):
+        enqueue_turn(redis, key, recorded.token, turn_timeout_s=turn_timeout_s)
+        return "wire"
+    return recorded
+
+
+def claim_input(
+    redis: Redis,
+    key: SessionKey,
+    user_input: UserInput,
+    *,
+    parked: Iterable[str],
+    dedupe_keys: Sequence[str] = (),
+    dedupe_ttl_s: int = 0,
+    without_session: WithoutSession = "start",
+    quotas: Sequence[Quota] = (),
+    working: Quota | None = None,
+    budgets: Sequence[Quota] = (),
+) -> Recorded | Refused | TurnClaimed:
+    """`record_input`'s first round trip (jobs/input.lua), without the enqueue: the same
+    arguments and results, except that an input that claims the session's turn returns
+    `TurnClaimed`, whose job the caller enqueues (`jobs.queues.enqueue_turn`). A claim whose job
+    is never enqueued is a lost turn: the janitor queues it again (jobs.janitor)."""
     token = new_turn_token()
-    job = turn_job(redis, key, token, turn_timeout_s=turn_timeout_s)
     parked = list(parked)
     keys = [
         *_session_keys(key), turn_queued_key(key), recent_session_key(key.team, key.channel, user_input.user),
-        job.key, job.queue_key, job.queues_key, QUEUED_SESSIONS, early_replies_key(key),
+        QUEUED_SESSIONS, early_replies_key(key),
         working.key if working else working_sessions_key(key.team, user_input.user),
         *(quota.key for quota in quotas), *(budget.key for budget in budgets), *dedupe_keys,
     ]  # fmt: skip
     args = [
         *_input_args(user_input, "record"), user_input.user, token, QUEUED_FLAG_TTL_S, str(key),
-        RECENT_TTL_S, without_session, dedupe_ttl_s, job.id, user_input.ts, EARLY_REPLY_TTL_S,
+        RECENT_TTL_S, without_session, dedupe_ttl_s, user_input.ts, EARLY_REPLY_TTL_S,
         len(parked), len(quotas), working.limit if working else 0, working.window_s if working else 0,
         len(budgets), *(n for quota in quotas for n in (quota.limit, quota.window_s)),
-        *(budget.limit for budget in budgets), *parked, *(value for _, value in job.own),
+        *(budget.limit for budget in budgets), *parked,
     ]  # fmt: skip
-    recorded = text(lua(redis, script_text(job.shared))(keys=keys, args=args))
+    recorded = text(lua(redis, script_text())(keys=keys, args=args))
     result = _result(recorded, quotas, working, budgets)
-    metrics.input_recorded("refused" if isinstance(result, Refused) else result)
+    metrics.input_recorded(
+        "refused" if isinstance(result, Refused) else "wire" if isinstance(result, TurnClaimed) else result
+    )
     return result
 
 
 def _result(
     recorded: str, quotas: Sequence[Quota], working: Quota | None, budgets: Sequence[Quota]
-) -> Recorded | Refused:
+) -> Recorded | Refused | TurnClaimed:
+    if recorded.startswith("turn "):
+        return TurnClaimed(recorded.split()[1])
     if recorded.startswith("quota "):
         words = recorded.split()
         return Refused(quotas[int(words[1]) - 1], tell=words[-1] == "tell")
@@ -127,7 +173,7 @@ def _result(
 
 def route_input(store: SessionStore, user_input: UserInput) -> Routed:
     """Inbox while a turn holds the lease, wire otherwise; notes `created`. Nothing is scheduled."""
-    script = lua(store.redis, script_text(()))
+    script = lua(store.redis, script_text())
     routed = script(keys=_session_keys(store.key), args=_input_args(user_input, "route"))
     return "inbox" if text(routed) == "inbox" else "wire"
 
@@ -141,27 +187,22 @@ def _input_args(user_input: UserInput, mode: Literal["record", "route"]) -> list
     return [record, user_input.model_dump_json(), str(now_ms()), mode]
 
 
-def script_text(shared: Fields) -> str:
-    """jobs/input.lua with the meta field names and `shared` job fields written in as Lua literals,
-    and the job's own fields read from ARGV. Routing alone (`route_input`) shares none."""
-    source = _scripts.get(shared)
-    if source is None:
-        meta_before, meta_after = session_key_around("meta")
-        pairs = [f"{_literal(name)}, ARGV[own + {i}]" for i, name in enumerate(OWN_FIELDS, 1)]
-        pairs += [f"{_literal(name)}, {_literal(value)}" for name, value in shared]
-        source = _scripts[shared] = _TEMPLATE.substitute(
-            state=_literal(MetaField.STATE),
-            updated=_literal(MetaField.UPDATED),
-            created=_literal(MetaField.CREATED),
-            owner=_literal(MetaField.OWNER),
-            working=", ".join(f"[{_literal(state)}] = true" for state in sorted(WORKING_STATES)),
-            count_working=COUNT_WORKING,
-            meta_before=_literal(meta_before),
-            meta_after=_literal(meta_after),
-            record_field=_literal(RECORD_FIELD),
-            job_fields=", ".join(pairs),
-        )
-    return source
+@cache
+def script_text() -> str:
+    """jobs/input.lua with the meta field names, the working states and how a meta key is
+    spelled written in as Lua literals."""
+    meta_before, meta_after = session_key_around("meta")
+    return _TEMPLATE.substitute(
+        state=_literal(MetaField.STATE),
+        updated=_literal(MetaField.UPDATED),
+        created=_literal(MetaField.CREATED),
+        owner=_literal(MetaField.OWNER),
+        working=", ".join(f"[{_literal(state)}] = true" for state in sorted(WORKING_STATES)),
+        count_working=COUNT_WORKING,
+        meta_before=_literal(meta_before),
+        meta_after=_literal(meta_after),
+        record_field=_literal(RECORD_FIELD),
+    )
 
 
 def _literal(value: str | bytes) -> str:

@@ -8,8 +8,12 @@ people in the thread decide with `!resume`. Input left waiting in the inbox of a
 expired goes onto the wire and queues its turn.
 
 A worker killed after taking a turn job off the queue but before taking the lease ran
-nothing: that session stays `queued` with no job on its way. A sweep queues its turn again
-once the session has been `queued` for a lease TTL with neither a lease nor a waiting job.
+nothing: that session stays `queued` with no job on its way. So does a web process killed
+between a mention's claim of the turn and its enqueue (jobs.input), or whose enqueue failed. A
+sweep queues its turn again once the session has been `queued` for a lease TTL with neither a
+lease nor a waiting job. That grace is far longer than a live process takes from the claim to
+the enqueue (milliseconds); one slower still only enqueues a second job, which finds the
+session leased or nothing to answer (jobs.queues.schedule_turn).
 """
 
 from __future__ import annotations
@@ -55,23 +59,26 @@ INTERRUPTED_TEXT = (
 )
 
 
-def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S) -> list[SessionKey]:
-    """One pass; returns the sessions it marked interrupted (or cancelled)."""
+def sweep(redis: Redis, every_s: float = JANITOR_EVERY_S, *, at_ms: int | None = None) -> list[SessionKey]:
+    """One pass; returns the sessions it marked interrupted (or cancelled). `at_ms` is the time
+    the sweep judges ages by (epoch ms, now by default): a test sets it past a grace instead of
+    waiting the grace out."""
     if not redis.set(JANITOR_LOCK, "1", nx=True, px=int(every_s * 1000)):
         return []
+    at_ms = now_ms() if at_ms is None else at_ms
     marked = []
     for member in redis.smembers(RUNNING_SESSIONS):
         key = SessionKey.parse(text(member))
         with bound(**session_fields(key)):
-            if _sweep_running(SessionStore(redis, key), member):
+            if _sweep_running(SessionStore(redis, key), member, at_ms):
                 marked.append(key)
-    _requeue_lost_turns(redis)
+    _requeue_lost_turns(redis, at_ms)
     return marked
 
 
-def _sweep_running(store: SessionStore, member: bytes | str) -> bool:
+def _sweep_running(store: SessionStore, member: bytes | str, at_ms: int) -> bool:
     """A session that took a lease: True when its turn's worker died mid-turn and it was marked."""
-    if store.redis.exists(store.lease_key) and not _pressed_an_ignored_cancel(store):
+    if store.redis.exists(store.lease_key) and not _pressed_an_ignored_cancel(store, at_ms):
         return False
     store.redis.srem(RUNNING_SESSIONS, member)
     running = state_of(store) == "running"
@@ -87,14 +94,14 @@ def _queue_waiting_input(store: SessionStore) -> None:
         schedule_turn(store.redis, store.key, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)
 
 
-def _requeue_lost_turns(redis: Redis) -> None:
+def _requeue_lost_turns(redis: Redis, at_ms: int) -> None:
     settings = runtime.settings()
     for member in redis.smembers(QUEUED_SESSIONS):
         store = SessionStore(redis, SessionKey.parse(text(member)))
         meta = store.meta.read()
         if meta.state != "queued":
             redis.srem(QUEUED_SESSIONS, member)
-        elif _turn_lost(store, now_ms() - (meta.updated or 0), settings.LEASE_TTL_SECONDS):
+        elif _turn_lost(store, at_ms - (meta.updated or 0), settings.LEASE_TTL_SECONDS):
             with bound(**session_fields(store.key)):
                 log.warning("session %s: its queued turn job was lost; queued it again", store.key)
                 clear_turn_flag(redis, store.key)
@@ -163,7 +170,7 @@ def _close_card(store: SessionStore, turn_id: str, state: str) -> None:
     store.post_notice(ProgressNotice(turn_id=turn_id, card=final))
 
 
-def _pressed_an_ignored_cancel(store: SessionStore) -> bool:
+def _pressed_an_ignored_cancel(store: SessionStore, at_ms: int) -> bool:
     """A turn still running CANCEL_RESEND_S after a cancel may have missed its wake-up (its
     process was resubscribing): publish it again. One still holding its lease
     CANCEL_BACKSTOP_S after is not hearing it (its loop is stuck): take its lease, so it writes
@@ -171,7 +178,7 @@ def _pressed_an_ignored_cancel(store: SessionStore) -> bool:
     a thread-based worker ignores RQ's stop-job."""
     meta = store.meta.read()
     asked_at = meta.cancel_at or 0
-    waited_ms = now_ms() - asked_at
+    waited_ms = at_ms - asked_at
     if not asked_at or waited_ms < CANCEL_RESEND_S * 1000:
         return False
     if waited_ms < CANCEL_BACKSTOP_S * 1000:

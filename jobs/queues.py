@@ -5,16 +5,12 @@ from __future__ import annotations
 import math
 import time
 import uuid
-import zlib
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from redis import Redis
 from rq import Queue
 from rq.exceptions import DuplicateJobError
-from rq.job import Job
 from rq.serializers import JSONSerializer
-from rq.utils import get_call_string, now, utcformat
 
 from jobs.keys import QUEUED_SESSIONS, SessionKey, delivery_queued_key, turn_queued_key
 from jobs.redis_text import text
@@ -55,85 +51,19 @@ def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool
     token = new_turn_token()
     if not redis.set(turn_queued_key(key), token, nx=True, ex=QUEUED_FLAG_TTL_S):
         return False
-    return enqueue_turn(redis, key, token, turn_timeout_s=turn_timeout_s)
+    if not enqueue_turn(redis, key, token, turn_timeout_s=turn_timeout_s):
+        return False
+    redis.sadd(QUEUED_SESSIONS, str(key))  # jobs/input.lua adds its claims itself
+    return True
 
 
 def new_turn_token() -> str:
     return uuid.uuid4().hex[:12]
 
 
-Fields = tuple[tuple[str, str | bytes], ...]
-
-
-@dataclass(frozen=True)
-class TurnJob:
-    """A turn's RQ job as RQ would store it: its hash's fields and the keys to push it onto.
-
-    `shared` are the fields every turn job with this timeout has; `own` this turn's.
-    """
-
-    id: str
-    key: str
-    queue_key: str
-    queues_key: str
-    shared: Fields
-    own: Fields
-
-    @property
-    def fields(self) -> dict[str, str | bytes]:
-        return dict(self.shared + self.own)
-
-
-def turn_job(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> TurnJob:
-    """The job `enqueue_turn` would enqueue, not yet stored (see jobs.input).
-
-    It is on a mention's path to its 200, so RQ builds one job per timeout and each turn only
-    fills in what differs, with RQ's own helpers: its call, its description and its timestamps.
-    """
-    turns = queue(redis, TURNS_QUEUE)
-    args = (str(key),)
-    stamp = utcformat(now())
-    data = zlib.compress(SERIALIZER.dumps((TURN_JOB, None, args, {})))  # type: ignore[no-untyped-call]  # rq leaves JSONSerializer.dumps unannotated
-    description = get_call_string(TURN_JOB, args, {}, max_length=DESCRIPTION_LENGTH) or ""
-    own: Fields = tuple(zip(OWN_FIELDS, (stamp, data, description, stamp), strict=True))
-    job_id = turn_job_id(token)
-    shared = _shared_fields(turns, turn_timeout_s)
-    return TurnJob(job_id, Job.key_for(job_id), turns.key, turns.redis_queues_keys, shared, own)
-
-
-DESCRIPTION_LENGTH = 75  # what Job.get_call_string passes
-OWN_FIELDS = ("created_at", "data", "description", "enqueued_at")  # the order of TurnJob.own
-
-_shared: dict[int, Fields] = {}
-
-
-def _shared_fields(turns: Queue, turn_timeout_s: int) -> Fields:
-    """The hash fields RQ writes for every turn job with this timeout, in RQ's order."""
-    fields = _shared.get(turn_timeout_s)
-    if fields is None:
-        every = _fields_rq_writes(turns, turn_timeout_s)
-        fields = _shared[turn_timeout_s] = tuple((n, v) for n, v in every if n not in OWN_FIELDS)
-    return fields
-
-
-def _fields_rq_writes(turns: Queue, turn_timeout_s: int) -> Fields:
-    job = turns.create_job(
-        TURN_JOB,
-        args=("",),
-        timeout=turn_timeout_s + TURN_TIMEOUT_GRACE_S,
-        result_ttl=0,
-        failure_ttl=FAILURE_TTL_S,
-    )
-    job.enqueued_at = now()
-    return tuple(
-        (name, value if isinstance(value, bytes | str) else str(value))
-        for name, value in job.to_dict().items()
-        if value is not None  # as RQ's own unique enqueue stores it
-    )
-
-
 def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: int) -> bool:
-    """Enqueue the turn whose `queued` flag holds `token`; on failure the flag goes, and the error."""
+    """Enqueue the turn whose `queued` flag holds `token`, through RQ's public API; False when its
+    job is already there. On failure the flag goes, and the error is raised."""
     try:
         queue(redis, TURNS_QUEUE).enqueue(
             TURN_JOB,
@@ -149,7 +79,6 @@ def enqueue_turn(redis: Redis, key: SessionKey, token: str, *, turn_timeout_s: i
     except Exception:
         redis.delete(turn_queued_key(key))  # let the next attempt enqueue
         raise
-    redis.sadd(QUEUED_SESSIONS, str(key))
     return True
 
 

@@ -5,7 +5,8 @@ RQ defines and we do not) read, written or overridden anywhere in our code, and 
 written by hand in our Python or Lua. Today's uses are listed in `ALLOWED`, each a step of
 docs/turn-worker.md still to take; the list may only shrink: an entry no longer found fails too,
 so whoever removes a use removes its entry. The pin's upper bound is checked against the RQ the
-suite runs.
+suite runs. A mention's claim of its turn (jobs/input.lua) is watched on Redis itself: it names
+no key of RQ's, whose job RQ's own enqueue writes.
 """
 
 from __future__ import annotations
@@ -13,11 +14,22 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
+import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import rq
 from packaging.specifiers import SpecifierSet
+from redis import Redis
+from rq import Queue
+from rq.job import Job
+
+from jobs.input import TurnClaimed, claim_input
+from jobs.keys import SessionKey, turn_queued_key
+from jobs.queues import enqueue_turn, turn_job_id
+from jobs.session.state import PARKED_STATES
+from jobs.session.user_input import UserInput
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ["agent", "jobs", "gateway", "bench", "tests"]
@@ -32,8 +44,6 @@ ALLOWED: Counter[tuple[str, str]] = Counter(
         ("gateway/processes/rq_workers.py", "_shutdown"): 3,
     }
 )
-# Not caught here, and step 4's to remove: jobs/input.lua writes RQ's job hash, with the keys
-# jobs/queues.py takes from RQ's own classes.
 
 
 def _python_files() -> list[Path]:
@@ -142,3 +152,36 @@ def test_the_pin_admits_the_rq_the_suite_runs_and_no_later_minor_release():
     major, minor = (int(part) for part in rq.__version__.split(".")[:2])
     assert rq.__version__ in pin
     assert f"{major}.{minor + 1}.0" not in pin, f"rq {pin} admits a minor release the suite never ran"
+
+
+def _commands_while(redis: Redis, act: Callable[[], object]) -> list[str]:
+    """Every command Redis ran in this test's database while `act` ran, its scripts' own
+    commands included (MONITOR shows those too)."""
+    db = redis.connection_pool.connection_kwargs.get("db", 0)
+    done = f"done-{uuid.uuid4().hex}"
+    commands = []
+    with redis.monitor() as monitor:
+        act()
+        redis.echo(done)  # already sent: reading up to it cannot wait on anything else
+        while done not in (seen := monitor.next_command())["command"]:
+            if seen["db"] == db:
+                commands.append(seen["command"])
+    return commands
+
+
+def test_a_mention_claims_its_turn_naming_no_rq_key_and_rq_enqueues_its_job(redis: Redis):
+    rq_keys = (Job.redis_job_namespace_prefix, Queue.redis_queue_namespace_prefix, Queue.redis_queues_keys)
+    key = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
+    said = UserInput(text="hello", user="U1", ts=key.thread_ts)
+    claimed: list[object] = []
+
+    claim = _commands_while(
+        redis, lambda: claimed.append(claim_input(redis, key, said, parked=PARKED_STATES))
+    )
+
+    [turn] = claimed
+    assert isinstance(turn, TurnClaimed)
+    assert f"SET {turn_queued_key(key)} {turn.token} NX" in " | ".join(claim)  # the script's own, seen
+    assert [command for command in claim if any(name in command for name in rq_keys)] == []
+    enqueue = _commands_while(redis, lambda: enqueue_turn(redis, key, turn.token, turn_timeout_s=60))
+    assert any(Job.key_for(turn_job_id(turn.token)) in command for command in enqueue)

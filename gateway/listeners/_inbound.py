@@ -96,7 +96,8 @@ def _outsider(deps: Deps, said: SlackInput) -> str | None:
 
 
 def _record(deps: Deps, said: SlackInput) -> str:
-    """The mention's hot path: dedupe, quotas, input, turn and job in one round trip (jobs.input)."""
+    """The mention's hot path: dedupe, quotas, input and the turn's claim in one round trip, then
+    the turn's RQ enqueue when it claimed one (jobs.input)."""
     by_bot = said.user in deps.settings.allowed_bots
     user_input = as_input(deps, said)
     recorded = record_input(

@@ -14,12 +14,16 @@ from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.stack import THREADLINE, Stack
 from jobs.control import cancel, request_compaction, resume
+from jobs.input import TurnClaimed, claim_input
 from jobs.janitor import sweep
+from jobs.keys import SessionKey
 from jobs.queues import clear_turn_flag
+from jobs.session.state import PARKED_STATES
+from jobs.session.user_input import UserInput
 from tests.e2e.agents import content_text
-from tests.e2e.turns import CHANNEL, Session
+from tests.e2e.turns import CHANNEL, TEAM, Session
 from tests.polling import wait_for
-from tests.rq_state import take_a_turn_job
+from tests.rq_state import take_a_turn_job, waiting
 from tests.sandboxing import host_pids, sleep_marker, workspace_of
 from tests.thread_view import thread_texts
 from tests.unattended import UNATTENDED
@@ -271,3 +275,26 @@ def test_a_turn_whose_worker_died_before_taking_the_lease_is_run_again(
     wait_for(lambda: "answered after all" in session.bot_texts(), timeout=60, what="the lost turn to run")
     assert session.bot_texts().count("answered after all") == 1
     assert len(fake_llm.accepted()) == 1
+
+
+def test_a_turn_claimed_by_a_web_process_that_died_before_enqueueing_it_runs_once(
+    make_stack, redis, fake_slack, fake_llm: FakeLLM
+):
+    """A mention that starts a turn is two steps: jobs/input.lua claims the turn (the `queued`
+    flag, state `queued`), then RQ enqueues its job. A web process killed in between leaves the
+    flag and no job; the janitor queues the turn once the claim is a lease TTL old, and it runs
+    once."""
+    stack = make_stack(workers=0, LEASE_TTL_SECONDS="3", JANITOR_INTERVAL_SECONDS="1")
+    fake_llm.script(text("answered after all"))
+    root = fake_slack.add_user_message(CHANNEL, "are you there?", user="W222")
+    key = SessionKey(team=TEAM, channel=CHANNEL, thread_ts=root["ts"])
+    said = UserInput(text="are you there?", user="W222", ts=root["ts"])
+    assert isinstance(claim_input(redis, key, said, parked=PARKED_STATES), TurnClaimed)  # and no enqueue
+    assert waiting(redis) == 0
+    session = Session.of(redis, fake_slack, key)
+
+    stack.spawn("worker0", [THREADLINE, "worker"])
+    wait_for(lambda: "answered after all" in session.bot_texts(), timeout=60, what="the lost turn to run")
+    wait_for(lambda: session.state() == "idle", what="the turn to end")
+    assert session.bot_texts().count("answered after all") == 1
+    assert len(fake_llm.accepted()) == 1 and waiting(redis) == 0

@@ -2,7 +2,8 @@
 
 A listener's bug must not look like the sender's mistake: it is logged as an error with its
 traceback and answered 500, so Slack retries (and someone notices); only what the payload
-boundary refuses (`InvalidPayload`) is a 400 with a warning.
+boundary refuses (`InvalidPayload`) is a 400 with a warning. Redis failing is a 503, even after
+the mention's input is recorded: its retry is then a duplicate, and the janitor queues the turn.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ import json
 import logging
 
 import pytest
+from rq.job import Job
 from slack_bolt import BoltRequest
 
 from gateway.app import build_app
 from gateway.render.buttons import INSPECT, ButtonValue
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.signing import interaction_request
-from jobs import log_context
-from jobs.keys import SessionKey
+from gateway.sandbox.signing import event_request, interaction_request
+from jobs import log_context, runtime
+from jobs.janitor import JANITOR_LOCK, sweep
+from jobs.keys import SessionKey, turn_queued_key
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
+from jobs.queues import SERIALIZER, TURN_JOB, TURNS_QUEUE, queue
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
-from tests.slack_events import block_action
+from tests.slack_events import block_action, mention
 
 SECRET = "test-signing-secret"
 KEY = SessionKey(team="T111", channel="C111", thread_ts="1700000000.000001")
@@ -96,3 +100,33 @@ def test_a_requests_lines_name_its_team_channel_and_thread_and_none_outlives_it(
     [failed] = [record for record in records if record.levelno == logging.ERROR]
     assert getattr(failed, RECORD_ATTRIBUTE) == {"team": "T111", "channel": "C111", "thread": str(KEY)}
     assert dict(log_context.current()) == {}  # this thread's next request starts with no fields
+
+
+def test_a_mention_whose_enqueue_fails_is_a_503_its_retry_a_duplicate_and_its_turn_the_janitors(app, redis):
+    ts = "1700000000.000200"
+    body, headers = event_request(SECRET, mention("hello", ts=ts, event_id="EvEnqueueFails"))
+    store = SessionStore(redis, SessionKey(team="T111", channel="C111", thread_ts=ts))
+    turns = queue(redis, TURNS_QUEUE)
+    redis.set(turns.key, "not a list")  # RQ's push fails with WRONGTYPE, after jobs/input.lua's claim
+
+    assert app.dispatch(BoltRequest(body=body.decode(), headers=headers)).status == 503
+
+    def inputs() -> list[str]:
+        return [
+            r["message"]["origin"]["ts"] for r in store.read_wire() if r["type"] == "context.append_message"
+        ]
+
+    assert inputs() == [ts]  # recorded before the enqueue failed
+    meta = store.meta.read()
+    assert meta.state == "queued" and not redis.exists(turn_queued_key(store.key))
+    redis.delete(turns.key)  # Redis is well again by Slack's retry
+    retry = {**headers, "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_error"}
+    assert app.dispatch(BoltRequest(body=body.decode(), headers=retry)).status == 200
+    assert inputs() == [ts] and turns.count == 0  # a duplicate: recorded once, and nothing enqueued
+
+    redis.delete(JANITOR_LOCK)
+    assert meta.updated is not None
+    sweep(redis, at_ms=meta.updated + int(runtime.settings().LEASE_TTL_SECONDS * 1000))
+    [job_id] = turns.job_ids
+    job = Job.fetch(job_id, connection=redis, serializer=SERIALIZER)
+    assert (job.func_name, list(job.args)) == (TURN_JOB, [str(store.key)])
