@@ -1,7 +1,7 @@
 """Model-step latency by how the worker connects to the provider: `python -m bench.model_pool`.
 
 Each step is one streamed chat completion run the way a worker runs it: a task on the process's
-turn loop (jobs/turn/event_loop.py), through `OpenAICompatibleModel`.
+turn loop (jobs/turn/host.py), through `OpenAICompatibleModel`.
 
 1. Plain HTTP, pooled vs a new connection per step. The fake provider
    (agent/testing/fake_model.py) holds every new TCP connection CONNECT_DELAY_S before serving
@@ -38,7 +38,7 @@ from agent.model.connections import ConnectionPool
 from agent.model.openai import OpenAICompatibleModel
 from agent.testing import FakeLLM
 from bench.tls_provider import TLSProvider
-from jobs.turn.event_loop import TurnEventLoop
+from jobs.turn.host import TurnHost
 
 CONNECT_DELAY_S = 0.020  # a TLS 1.3 handshake to a provider ~10 ms away (one round trip + TCP's)
 STEPS = 40
@@ -55,17 +55,17 @@ TLS_MODES = (
 )
 
 
-def _steps(loop: TurnEventLoop, model: OpenAICompatibleModel) -> list[float]:
+def _steps(loop: TurnHost, model: OpenAICompatibleModel) -> list[float]:
     timings = []
     for index in range(WARMUP + STEPS):
         started = time.perf_counter()
-        loop.run(model.complete(REQUEST))
+        loop.submit(model.complete(REQUEST)).result()
         if index >= WARMUP:
             timings.append(time.perf_counter() - started)
     return timings
 
 
-def _concurrent_steps(loop: TurnEventLoop, model: OpenAICompatibleModel) -> list[float]:
+def _concurrent_steps(loop: TurnHost, model: OpenAICompatibleModel) -> list[float]:
     async def turn() -> list[float]:
         timings = []
         for _ in range(STEPS_PER_TURN):
@@ -77,7 +77,7 @@ def _concurrent_steps(loop: TurnEventLoop, model: OpenAICompatibleModel) -> list
     async def turns() -> list[list[float]]:
         return await asyncio.gather(*(turn() for _ in range(CONCURRENT_TURNS)))
 
-    return [timing for one in loop.run(turns()) for timing in one]
+    return [timing for one in loop.submit(turns()).result() for timing in one]
 
 
 def _line(name: str, timings: list[float], connections: int, extra: str = "") -> float:
@@ -91,7 +91,7 @@ def _line(name: str, timings: list[float], connections: int, extra: str = "") ->
 
 
 def plain_http() -> None:
-    loop = TurnEventLoop()
+    loop = TurnHost()
     fake = FakeLLM(connect_delay_s=CONNECT_DELAY_S).start()
     try:
         print(f"plain HTTP: {STEPS} streamed steps each, {CONNECT_DELAY_S * 1000:.0f} ms per new connection")
@@ -107,12 +107,12 @@ def plain_http() -> None:
 
 def over_tls(base_url: str) -> dict[str, Any]:
     """The child's side: every TLS mode, sequential then concurrent; timings and CPU as JSON."""
-    loop = TurnEventLoop()
+    loop = TurnHost()
     figures: dict[str, Any] = {}
     for name, pooled, http2 in TLS_MODES:
         pool = ConnectionPool(lambda: loop.loop) if pooled else ConnectionPool()
         model = OpenAICompatibleModel(base_url, "m", pool=pool, http2=http2)
-        runs: dict[str, Callable[[TurnEventLoop, OpenAICompatibleModel], list[float]]] = {
+        runs: dict[str, Callable[[TurnHost, OpenAICompatibleModel], list[float]]] = {
             "sequential": _steps, "concurrent": _concurrent_steps
         }  # fmt: skip
         for shape, run in runs.items():

@@ -377,7 +377,7 @@ from jobs.settings import Settings
 configure_logging(Settings(LOG_LEVEL=sys.argv[2], LOG_FORMAT="json"))
 logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))
 rq, worker, ws, httpx, poster = (logging.getLogger(name) for name in (RQ_WORKER_LOGGER,
-    "gateway.processes.rq_workers", "jobs.turn.workspace", "httpx", "gateway.delivery.poster"))
+    "gateway.processes.concurrent_worker", "jobs.turn.workspace", "httpx", "gateway.delivery.poster"))
 def one_turn():  # the lines a one-step turn of this benchmark writes at INFO, and RQ's (below WARNING)
     with bound(team="T1", channel="C1", thread="T1:C1:1796478560.000001", turn="turn-fb50d5ab6c01.f859a9",
                job="turn-fb50d5ab6c01"):

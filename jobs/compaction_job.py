@@ -32,7 +32,7 @@ from jobs.session.notices import CompactionNotice
 from jobs.session.state import PARKED_STATES, state_of
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
-from jobs.turn.event_loop import run_coroutine
+from jobs.turn.host import host
 from jobs.turn.runner import tool_setup
 from jobs.usage import UsageMeter, usage_to_count
 
@@ -44,30 +44,47 @@ FAILED_KEPT_TEXT = "compaction failed; kept the full history ({reason})"
 MANUAL_COMPACTION = "compaction"  # the "turn" manual compactions' usage is summed under (jobs.usage)
 
 
-def run_manual_compaction(session_key: str, by: str) -> str:
+async def run_manual_compaction(session_key: str, by: str) -> str:
+    """RQ entry point, awaited on the turn host's loop; its synchronous steps in the state lane."""
     key = SessionKey.parse(session_key)
-    redis = runtime.redis_client()
     settings = runtime.settings()
-    store = SessionStore(redis, key)
-    lease = Lease.acquire(store, owner="compaction", ttl_ms=int(settings.LEASE_TTL_SECONDS * 1000))
+    store = SessionStore(runtime.redis_client(), key)
+    turns = host()
+    lease = await turns.blocking(_lease, store, settings)
     if lease is None:
-        _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
         return "busy"
     with lease:
         try:
-            outcome = _compact_unless_parked(store, settings, by)
+            outcome = await _compact_unless_parked(store, settings, by)
         finally:
-            moved = lease.hand_back()
-    if moved and state_of(store) not in PARKED_STATES:
-        schedule_turn(redis, key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+            moved = await turns.blocking(lease.hand_back)
+    await turns.blocking(_after, store, settings, moved)
     return outcome
 
 
-def _compact_unless_parked(store: SessionStore, settings: Settings, by: str) -> str:
-    if state_of(store) in PARKED_STATES:  # parked after this job was queued: its step is open
+def _lease(store: SessionStore, settings: Settings) -> Lease | None:
+    lease = Lease.acquire(store, owner="compaction", ttl_ms=int(settings.LEASE_TTL_SECONDS * 1000))
+    if lease is None:
         _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
+    return lease
+
+
+def _after(store: SessionStore, settings: Settings, moved: bool) -> None:
+    if moved and state_of(store) not in PARKED_STATES:
+        schedule_turn(store.redis, store.key, turn_timeout_s=settings.TURN_TIMEOUT_SECONDS)
+
+
+async def _compact_unless_parked(store: SessionStore, settings: Settings, by: str) -> str:
+    if await host().blocking(_parked, store):  # parked after this job was queued: its step is open
         return "busy"
-    return run_coroutine(compact(store, settings, runtime.build_model(settings), by))
+    return await compact(store, settings, runtime.build_model(settings), by)
+
+
+def _parked(store: SessionStore) -> bool:
+    if state_of(store) not in PARKED_STATES:
+        return False
+    _notice(store, CompactionNotice(state="failed", detail=BUSY_TEXT))
+    return True
 
 
 async def compact(store: SessionStore, settings: Settings, model: ChatModel, by: str) -> str:

@@ -15,7 +15,7 @@ from agent.model.openai import OpenAICompatibleModel
 from agent.model.retrying import RetryingModel
 from jobs import metrics
 from jobs.settings import Settings
-from jobs.turn.event_loop import shared_turn_loop
+from jobs.turn.host import current_host
 from jobs.turn.metered import MeteredModel
 
 
@@ -61,5 +61,5 @@ def model_connections() -> ConnectionPool:
 
 
 def _turn_loop() -> asyncio.AbstractEventLoop | None:
-    shared = shared_turn_loop()
-    return shared.loop if shared is not None else None
+    turns = current_host()
+    return turns.loop if turns is not None else None

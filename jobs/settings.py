@@ -103,6 +103,7 @@ EXPECTED: dict[str, str] = {
     "WORKER_NICENESS": "how much lower than web the workers' CPU priority is (0-19; 0: the same as web)",
     "TURN_CONCURRENCY": "turns one turn worker runs at once (tasks on one event loop; `--turn-concurrency`)",
     "DELIVERY_CONCURRENCY": "threads the delivery worker posts to Slack with, each for a different thread",
+    "LOOP_STALL_WARN_MS": "a stall of a worker's event loop longer than this (ms) is logged as a warning",
     "WORKER_DRAIN_SECONDS": "how long a stopping worker lets running tools finish before handing turns back",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR: the least severe log lines every process writes",
     "LOG_FORMAT": "text (a line for people, fields as key=value) or json (one object per line)",
@@ -247,6 +248,8 @@ class Settings(BaseSettings):
     # more threads only let different Slack threads be posted to at once. Pacing per channel and
     # Retry-After hold across them (gateway.delivery).
     DELIVERY_CONCURRENCY: int = Field(default=8, ge=1)
+    # The turn host's stall probe (jobs/turn/host.py) logs any stall of the turns' loop over this.
+    LOOP_STALL_WARN_MS: int = Field(default=1000, ge=1)
     # Every line names its team, channel, thread, turn and job (jobs.log_context, gateway/processes/logs.py).
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     LOG_FORMAT: Literal["text", "json"] = "text"

@@ -1,17 +1,21 @@
 """RQ is used through its public API (issue 30, docs/turn-worker.md 2.9 and 2.11).
 
-Two things fail this test: a private name of RQ's (an attribute or method starting with `_` that
+What fails this test: a private name of RQ's (an attribute or method starting with `_` that
 RQ defines and we do not) read, written or overridden anywhere in our code, and an `rq:` key
 written by hand in our Python or Lua. Today's uses are listed in `ALLOWED`, each a step of
 docs/turn-worker.md still to take; the list may only shrink: an entry no longer found fails too,
-so whoever removes a use removes its entry. The pin's upper bound is checked against the RQ the
-suite runs. A mention's claim of its turn (jobs/input.lua) is watched on Redis itself: it names
-no key of RQ's, whose job RQ's own enqueue writes.
+so whoever removes a use removes its entry (it is empty now). The pin's upper bound is checked
+against the RQ the suite runs. The RQ adapter (gateway.processes.concurrent_worker) overrides
+exactly the methods of docs/turn-worker.md 2.9, and the signatures of those methods and of the
+public bookkeeping methods its async perform calls are recorded: an RQ patch release that changes
+one fails here before it fails a deploy. A mention's claim of its turn (jobs/input.lua) is
+watched on Redis itself: it names no key of RQ's, whose job RQ's own enqueue writes.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import tomllib
 import uuid
@@ -22,9 +26,10 @@ from pathlib import Path
 import rq
 from packaging.specifiers import SpecifierSet
 from redis import Redis
-from rq import Queue
+from rq import Queue, SimpleWorker
 from rq.job import Job
 
+from gateway.processes.concurrent_worker import ConcurrentWorker
 from jobs.input import TurnClaimed, claim_input
 from jobs.keys import SessionKey, turn_queued_key
 from jobs.queues import enqueue_turn, turn_job_id
@@ -36,14 +41,7 @@ SCANNED = ["agent", "jobs", "gateway", "bench", "tests"]
 RQ_KEY = re.compile(r"""["']rq:""")
 
 # (file, private name or "rq:"): how many uses today. Each goes with a step of turn-worker.md.
-ALLOWED: Counter[tuple[str, str]] = Counter(
-    {
-        # step 10: the adapter's request_stop and dequeue override leave no private state to read
-        ("gateway/processes/worker.py", "_shutdown_requested_date"): 1,
-        ("gateway/processes/rq_workers.py", "_stop_requested"): 4,
-        ("gateway/processes/rq_workers.py", "_shutdown"): 3,
-    }
-)
+ALLOWED: Counter[tuple[str, str]] = Counter()
 
 
 def _python_files() -> list[Path]:
@@ -185,3 +183,72 @@ def test_a_mention_claims_its_turn_naming_no_rq_key_and_rq_enqueues_its_job(redi
     assert [command for command in claim if any(name in command for name in rq_keys)] == []
     enqueue = _commands_while(redis, lambda: enqueue_turn(redis, key, turn.token, turn_timeout_s=60))
     assert any(Job.key_for(turn_job_id(turn.token)) in command for command in enqueue)
+
+
+# The RQ methods the adapter overrides, each for one gap of RQ's (docs/turn-worker.md 2.9; the
+# module's doc and each override's first line say which), and `__init__` for its own arguments.
+OVERRIDDEN = {
+    "__init__",
+    "execute_job",
+    "dequeue_job_and_maintain_ttl",
+    "request_stop",
+    "set_state",
+    "request_stop_execution",
+    "unsubscribe",
+}
+# Signatures in rq 3.0.0: of each overridden method, and of the public methods the async perform
+# and the dequeue override call.
+SIGNATURES = {
+    "execute_job": "(self, job: 'Job', queue: 'Queue')",
+    "dequeue_job_and_maintain_ttl": (
+        "(self, timeout: 'int | None', max_idle_time: 'int | None' = None) -> 'tuple[Job, Queue] | None'"
+    ),
+    "request_stop": "(self, signum, frame)",
+    "set_state": "(self, state: 'str', pipeline: 'Pipeline | None' = None)",
+    "request_stop_execution": "(self, execution_id: 'str')",
+    "unsubscribe": "(self)",
+    "prepare_execution": "(self, job: 'Job') -> 'Execution'",
+    "prepare_job_execution": "(self, job: 'Job', remove_from_intermediate_queue: 'bool' = False) -> 'None'",
+    "handle_execution_ended": "(self, job: 'Job', queue: 'Queue', heartbeat_ttl: 'int')",
+    "handle_job_success": (
+        "(self, job: 'Job', queue: 'Queue', started_job_registry: 'StartedJobRegistry', "
+        "execution: 'Execution')"
+    ),
+    "handle_exception": "(self, job: 'Job', *exc_info)",
+    "handle_job_failure": (
+        "(self, job: 'Job', queue: 'Queue', started_job_registry=None, exc_string='', "
+        "execution: 'Execution | None' = None)"
+    ),
+    "heartbeat": "(self, timeout: 'int | None' = None, pipeline: 'Pipeline | None' = None)",
+}
+JOB_SIGNATURES = {
+    "perform": "(self) -> 'Any'",
+    "send_webhooks": "(self, status: 'str | JobStatus', *, exc_string: 'str | None' = None) -> 'None'",
+}
+
+
+def test_the_adapter_overrides_exactly_the_documented_rq_methods():
+    rqs = {
+        name for klass in SimpleWorker.__mro__ if klass.__module__.startswith("rq.") for name in vars(klass)
+    }
+    overridden = {name for name in vars(ConcurrentWorker) if name in rqs} - {"__module__", "__doc__"}
+    # death_penalty_class: RQ's documented setting ("Custom DeathPenalty Classes"), not a method.
+    assert overridden == OVERRIDDEN | {"death_penalty_class"}
+    assert [klass for klass in ConcurrentWorker.__mro__ if not klass.__module__.startswith("rq.")] == [
+        ConcurrentWorker,
+        object,
+    ], "another class of ours between the adapter and RQ's"
+
+
+def test_the_rq_methods_the_adapter_overrides_and_calls_have_the_recorded_signatures():
+    changed = {
+        name: str(inspect.signature(getattr(SimpleWorker, name)))
+        for name, recorded in SIGNATURES.items()
+        if str(inspect.signature(getattr(SimpleWorker, name))) != recorded
+    }
+    changed |= {
+        f"Job.{name}": str(inspect.signature(getattr(Job, name)))
+        for name, recorded in JOB_SIGNATURES.items()
+        if str(inspect.signature(getattr(Job, name))) != recorded
+    }
+    assert changed == {}, "RQ changed a method the adapter relies on: read the release notes, then re-record"

@@ -61,7 +61,14 @@ def _worker(args: argparse.Namespace) -> int:
 
     settings = check_approval_settings(Settings.load().require(*WORKER_SETTINGS))
     if args.role == "all":
-        passthrough = ["--worker-class", args.worker_class] + (["--burst"] if args.burst else [])
+        if args.worker_class == "fork":  # said once here; the children run the one class
+            from gateway.processes.logs import configure_logging
+            from gateway.processes.worker import FORK_RETIRED
+
+            configure_logging(settings)
+            logging.getLogger("gateway.processes.worker").warning(FORK_RETIRED)
+        # The children run the one class (whatever THREADLINE_WORKER_CLASS they inherit).
+        passthrough = ["--worker-class", "simple"] + (["--burst"] if args.burst else [])
         if args.turn_concurrency is not None:
             passthrough += ["--turn-concurrency", str(args.turn_concurrency)]
         drain_s = settings.WORKER_DRAIN_SECONDS
@@ -82,10 +89,10 @@ def _keep_worker_metrics(args: argparse.Namespace, metrics_port: int | None) -> 
     """Where this worker process keeps its metric values, settled before prometheus_client is
     imported; the port it serves them on, if it is the one to serve them. A supervisor's RQ
     workers inherit its choice and serve nothing. Values recorded in other processes (the
-    supervisor's RQ workers, a forking worker's work horses) go to files; else to memory."""
+    supervisor's RQ workers) go to files; else to memory."""
     if args.role != "all" and SUPERVISOR_PID in os.environ:
         return None
-    if metrics_port is not None and (args.role == "all" or args.worker_class == "fork"):
+    if metrics_port is not None and args.role == "all":
         prepare_metrics_dir(f"worker-{metrics_port}")
     else:
         keep_metrics_in_memory()
@@ -166,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
         "--worker-class",
         choices=("fork", "simple"),
         default=os.environ.get("THREADLINE_WORKER_CLASS", "simple"),
-        help="SimpleWorker (default: no fork per job) or RQ's forking Worker",
+        help="simple (the one class); fork is retired and runs it too, with a warning",
     )
     worker.add_argument(
         "--turn-workers",

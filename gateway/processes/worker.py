@@ -3,12 +3,11 @@
 Deliveries get a worker of their own: progress cards, answers and notices of other threads must
 not wait behind a turn. `threadline worker` supervises one delivery worker and `--turn-workers`
 turn workers as child processes, each turn worker running up to `--turn-concurrency` turns at
-once (gateway.processes.rq_workers); scale out by running more `worker` processes.
+once (gateway.processes.concurrent_worker); scale out by running more `worker` processes.
 
 It lives at the top layer because it runs the jobs of every layer: turns and compaction (jobs/)
 and deliveries to Slack (gateway.delivery). Their modules, the tool schemas and httpx's transport
-are loaded here once: with SimpleWorker (the default) every job reuses them, and with the
-forking Worker each fork starts with them loaded instead of paying ~0.3 s per job.
+are loaded here once, and every job of the process reuses them.
 """
 
 from __future__ import annotations
@@ -24,22 +23,15 @@ from collections.abc import Callable
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from rq import Queue, SimpleWorker, Worker
-from rq.worker import BaseWorker
 
 import gateway.delivery.job
 import jobs.compaction_job
 import jobs.turn.runner
+from gateway.processes.concurrent_worker import ConcurrentWorker
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import SUPERVISOR_PID, die_with_parent
 from gateway.processes.logs import configure_logging
 from gateway.processes.metrics_port import serve_metrics
-from gateway.processes.rq_workers import (
-    ConcurrentTurnWorker,
-    ConcurrentWorker,
-    DrainingSimpleWorker,
-    DrainingWorker,
-)
 from gateway.processes.together import run_together
 from jobs import due_jobs, janitor, metrics, retention, runtime
 from jobs.metrics_export import scrape_registry
@@ -49,8 +41,7 @@ from jobs.settings import Settings
 from jobs.storage import publish_storage
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
-# httpx loads its async transport stack lazily on the first request; a fork that does that
-# pays ~70 ms per job, so the parent loads it once.
+# httpx loads its async transport stack lazily on the first request: loaded at start instead.
 LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
 
 log = logging.getLogger(__name__)
@@ -104,10 +95,13 @@ def _publish_storage(redis: Redis, stop: threading.Event, settings: Settings) ->
             return
 
 
-WORKER_CLASSES: dict[str, type[Worker] | type[SimpleWorker]] = {
-    "fork": DrainingWorker,
-    "simple": DrainingSimpleWorker,
-}
+# `--worker-class` / THREADLINE_WORKER_CLASS are kept for deployments that set them: `simple`
+# is the one class; `fork` (RQ's forking Worker, retired) runs it too, with a warning.
+WORKER_CLASSES = ("simple", "fork")
+FORK_RETIRED = (
+    "--worker-class fork is retired: this worker runs the concurrent worker (every job on the "
+    "process's one event loop); --turn-concurrency 1 runs one turn per process"
+)
 
 
 ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
@@ -171,33 +165,30 @@ def work(
         background.append((_publish_storage, (redis_from_url(url), stop, settings)))
     for target, args in background:
         threading.Thread(target=target, args=args, daemon=True).start()
-    concurrency = turn_concurrency or settings.TURN_CONCURRENCY
+    if worker_class == "fork":
+        log.warning(FORK_RETIRED)
+    if role == "turns":
+        concurrency = turn_concurrency or settings.TURN_CONCURRENCY
+    else:
+        concurrency = settings.DELIVERY_CONCURRENCY
     names = ", ".join(each.name for each in queues)
     log.info("%s worker started (pid %d) on %s, %d at once", role, os.getpid(), names, concurrency)
     try:
-        work_through_outages(lambda: _rq_worker(role, worker_class, concurrency, queues, redis), burst=burst)
+        work_through_outages(
+            lambda: ConcurrentWorker(
+                queues, connection=redis, serializer=SERIALIZER, concurrency=concurrency
+            ),
+            burst=burst,
+        )
     finally:
         stop.set()
         log.info("%s worker stopped (pid %d)", role, os.getpid())
 
 
-def _rq_worker(
-    role: str, worker_class: str, concurrency: int, queues: list[Queue], redis: Redis
-) -> BaseWorker:
-    """On SimpleWorker a turn worker runs up to `concurrency` turns at once, the delivery worker
-    DELIVERY_CONCURRENCY deliveries (gateway.processes.rq_workers)."""
-    if worker_class != "simple":
-        return WORKER_CLASSES[worker_class](queues, connection=redis, serializer=SERIALIZER)
-    if role == "turns":
-        return ConcurrentTurnWorker(queues, connection=redis, serializer=SERIALIZER, concurrency=concurrency)
-    delivery_concurrency = runtime.settings().DELIVERY_CONCURRENCY
-    return ConcurrentWorker(queues, connection=redis, serializer=SERIALIZER, concurrency=delivery_concurrency)
-
-
 REDIS_WAIT_CAP_S = 5.0
 
 
-def work_through_outages(new_worker: Callable[[], BaseWorker], *, burst: bool = False) -> None:
+def work_through_outages(new_worker: Callable[[], ConcurrentWorker], *, burst: bool = False) -> None:
     """RQ's work loop until it is asked to stop (SIGTERM, SIGINT) or, in burst mode, runs dry.
 
     RQ rides out a lost connection only while it waits for a job: a Redis restart that lands on
@@ -212,16 +203,10 @@ def work_through_outages(new_worker: Callable[[], BaseWorker], *, burst: bool = 
         except RedisConnectionError:
             metrics.redis_error("rq_worker")
             log.warning("Redis went away while RQ's worker stopped", exc_info=True)
-        if burst or _asked_to_stop(worker):
+        if burst or worker.stopping:
             return
         log.warning("RQ's work loop ended without a stop request; working again once Redis answers")
         wait_for_redis(worker.connection)
-
-
-def _asked_to_stop(worker: BaseWorker) -> bool:
-    # RQ notes the time of a stop signal here, idle or busy; its public accessor reads it back
-    # from Redis, which may be the thing that is away. (rq is pinned below 4.)
-    return worker._shutdown_requested_date is not None
 
 
 def wait_for_redis(redis: Redis) -> None:

@@ -11,9 +11,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from rq import get_current_job
-from rq.timeouts import JobTimeoutException
-
 from agent.delegation import SUBAGENT_RESULT
 from agent.fold import HistoryFold
 from agent.loop.parking import approval_check
@@ -49,8 +46,7 @@ from jobs.session.store import UNFENCED, SessionStore
 from jobs.settings import Settings
 from jobs.turn.attachments import Attachments
 from jobs.turn.cancels import cancel_listener
-from jobs.turn.drain import drainable
-from jobs.turn.event_loop import run_coroutine
+from jobs.turn.host import current_job_id, host
 from jobs.turn.live import LiveSteps, TeeReporter
 from jobs.turn.metered import MeteredReporter
 from jobs.turn.publisher import Publisher
@@ -80,25 +76,36 @@ def tool_setup() -> ToolSetup:
     return ToolSetup(registry, openai_tool_declarations(registry), system_prompt(registry.names))
 
 
-def run_turn(session_key: str) -> str:
-    """RQ entry point. Returns what happened, for RQ's job record and the logs."""
+async def run_turn(session_key: str) -> str:
+    """RQ entry point, awaited on the turn host's loop (jobs.turn.host): the turn's synchronous
+    start and end run in the host's state lane, its steps on the loop. Returns what happened,
+    for the logs."""
     key = SessionKey.parse(session_key)
-    redis = runtime.redis_client()
-    clear_turn_flag(redis, key)
-    store = SessionStore(redis, key)
-    lease = Lease.acquire_or_ask(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
+    turns = host()
+    store = SessionStore(runtime.redis_client(), key)
+    lease = await turns.blocking(_lease_turn, store)
     if lease is None:
         return "busy: the job holding the session schedules a turn when it gives it back"
-    timeout = runtime.settings().TURN_TIMEOUT_SECONDS
     with lease:
         try:
-            outcome = TurnRunner(
-                store, runtime.settings(), runtime.build_model(runtime.settings()), lease
-            ).run()
+            runner = await turns.blocking(
+                TurnRunner, store, runtime.settings(), runtime.build_model(runtime.settings()), lease
+            )
+            outcome = await runner.run()
         except LeaseLost:
             log.error("turn of %s stopped: its lease was lost to another worker", key)
             return "lease lost"
-        moved = lease.hand_back()
+        moved = await turns.blocking(lease.hand_back)
+    await turns.blocking(_after_turn, store, moved, outcome)
+    return outcome
+
+
+def _lease_turn(store: SessionStore) -> Lease | None:
+    clear_turn_flag(store.redis, store.key)
+    return Lease.acquire_or_ask(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
+
+
+def _after_turn(store: SessionStore, moved: bool, outcome: str) -> None:
     if (
         (moved and state_of(store) not in PARKED_STATES)
         # The last answer came while this job still held the session: its continuation
@@ -106,8 +113,7 @@ def run_turn(session_key: str) -> str:
         or (outcome == "awaiting_agents" and StepWaits(store).ready())
         or outcome == HANDED_BACK  # the worker is stopping: another one goes on with the turn
     ):
-        schedule_turn(redis, key, turn_timeout_s=timeout)
-    return outcome
+        schedule_turn(store.redis, store.key, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)
 
 
 class TurnRunner:
@@ -119,19 +125,39 @@ class TurnRunner:
         self.settings = settings
         self.model = model
         self.info = child_info(store)
-        job = get_current_job()
-        self.turn_id = f"{job.id if job else 'inline'}.{uuid.uuid4().hex[:6]}"
+        self.turn_id = f"{current_job_id.get() or 'inline'}.{uuid.uuid4().hex[:6]}"
         # A sub-agent has no thread of its own: only a root's steps stream.
         streaming = settings.SLACK_STREAMING and self.info is None and not store.key.is_subagent
         self.publisher = Publisher()  # the card's and the live steps', so they show in order
         self.live = LiveSteps(store, self.turn_id, publisher=self.publisher) if streaming else None
         self.started_at: float | None = None  # when the loop started (perf_counter), for metrics
 
-    def run(self) -> str:
+    async def run(self) -> str:
         with bound(turn=self.turn_id):
-            return self._run()
+            return await self._run()
 
-    def _run(self) -> str:
+    async def _run(self) -> str:
+        """The start in the state lane, the steps on this loop, the end in the state lane."""
+        started = await host().blocking(self._started)
+        if isinstance(started, str):
+            return started
+        turn, parked, reporter = started
+        try:
+            outcome = await _drainable_turn(
+                turn, self.store, self.turn_id, parked, self.publisher, self.lease
+            )
+        except asyncio.CancelledError:  # the job's timeout: nothing else cancels a turn's task
+            outcome = TurnOutcome("timed_out", error="RQ job timeout")
+            ended = TurnEnded(turn_id=self.turn_id, reason="failed", error="timed out")
+            await host().blocking(self.store.append, ended)
+        except LeaseLost:
+            raise
+        except Exception as error:  # a bug must still end the turn in the thread, not leave it hanging
+            outcome = await host().blocking(self._crashed, error)
+        return await host().blocking(self._finish, outcome, reporter)
+
+    def _started(self) -> str | tuple[Loop, ParkedStep | None, CardReporter]:
+        """The turn's start: what it runs, or why it does not (the ending already recorded)."""
         folder = load_fold(self.store)
         waiting = self._wait_of(folder)
         if waiting is not None and waiting.results is None:
@@ -155,22 +181,18 @@ class TurnRunner:
             attachments = Attachments(self.store, self.settings, workspace, self.turn_id)
             sink = self._sink(attachments, folder)
             attachments.catch_up(folder, sink.record_blocking)  # here, off the loop other turns share
-            loop = self._loop(folder, workspace, reporter, sink)
-            outcome = run_coroutine(
-                _drainable_turn(loop, self.store, self.turn_id, parked, self.publisher, self.lease)
-            )
-        except JobTimeoutException:
-            outcome = TurnOutcome("timed_out", error="RQ job timeout")
-            self.store.append(TurnEnded(turn_id=self.turn_id, reason="failed", error="timed out"))
+            return self._loop(folder, workspace, reporter, sink), parked, reporter
         except LeaseLost:
             raise
-        except Exception as error:  # a bug must still end the turn in the thread, not leave it hanging
-            log.exception("turn %s of %s crashed", self.turn_id, self.store.key)
-            outcome = TurnOutcome("failed", error=f"internal error ({type(error).__name__})")
-            self.store.append(
-                TurnEnded(turn_id=self.turn_id, reason="failed", error=redact_text(repr(error))[:2000])
-            )
-        return self._finish(outcome, reporter)
+        except Exception as error:
+            return self._finish(self._crashed(error), reporter)
+
+    def _crashed(self, error: Exception) -> TurnOutcome:
+        log.error("turn %s of %s crashed", self.turn_id, self.store.key, exc_info=error)
+        self.store.append(
+            TurnEnded(turn_id=self.turn_id, reason="failed", error=redact_text(repr(error))[:2000])
+        )
+        return TurnOutcome("failed", error=f"internal error ({type(error).__name__})")
 
     # -- before ---------------------------------------------------------------------------
 
@@ -217,8 +239,7 @@ class TurnRunner:
         return Rejected(None)
 
     def _start(self, reporter: CardReporter) -> None:
-        job = get_current_job()
-        set_state(self.store, "running", turn_id=self.turn_id, job=job.id if job else "")
+        set_state(self.store, "running", turn_id=self.turn_id, job=current_job_id.get() or "")
         self.started_at = time.perf_counter()
         metrics.turn_started()
         self.store.meta.clear_resume_request()
@@ -382,18 +403,18 @@ async def _drainable_turn(
     publisher: Publisher,
     lease: Lease | None,
 ) -> TurnOutcome:
-    """The turn, stopped by a cancel pushed to this process (jobs.turn.cancels) or a lost lease,
-    handed back if this worker is asked to stop meanwhile (jobs.turn.drain); what it showed is
-    published before its end is."""
+    """The turn, registered with the host (handed back if this worker is asked to stop meanwhile),
+    stopped by a cancel pushed to this process (jobs.turn.cancels) or a lost lease; what it
+    showed is published before its end is."""
     running = asyncio.get_running_loop()
 
-    def lease_lost() -> None:  # on the lease's heartbeat thread
+    def lease_lost() -> None:  # on the lease keeper's thread
         running.call_soon_threadsafe(loop.cancel, "aborted")
 
     forget_lease = lease.on_lost(lease_lost) if lease is not None else None
     try:
         async with cancel_listener(store.redis).hearing(store.key, lambda: loop.cancel("user_cancelled")):
-            with drainable(loop):
+            with host().running_turn(str(store.key), loop):
                 return await loop.run_turn(turn_id, parked)
     finally:
         if forget_lease is not None:

@@ -98,9 +98,9 @@ from agent.messages import user_message
 from agent.model.base import ModelRequest
 from jobs.runtime import build_model
 from jobs.settings import Settings
-from jobs.turn.event_loop import run_coroutine, share_turn_loop
+from jobs.turn.host import host
 
-share_turn_loop()  # as a turn worker runs: the model's connections are kept on this loop
+turns = host()  # as a turn worker runs: the model's connections are kept on its loop
 model = build_model(Settings.load())
 request = ModelRequest(messages=[user_message("write at length")])
 
@@ -128,8 +128,8 @@ async def cancelled_half_way() -> None:
 
 
 for _ in range(int(sys.argv[1])):
-    run_coroutine(cancelled_half_way())
-answer = run_coroutine(asyncio.wait_for(model.complete(request), 30))
+    turns.submit(cancelled_half_way()).result()
+answer = turns.submit(asyncio.wait_for(model.complete(request), 30)).result()
 print(answer.message.text().split()[-1])
 """
 

@@ -18,10 +18,10 @@ QUEUE = "outage"
 # What `threadline worker` runs for each of its RQ workers, on a queue of the test's own.
 WORKER = (
     "import sys; from redis import Redis; from rq import Queue; "
-    "from gateway.processes.rq_workers import DrainingSimpleWorker; "
+    "from gateway.processes.concurrent_worker import ConcurrentWorker; "
     "from gateway.processes.worker import work_through_outages; "
     "r = Redis.from_url(sys.argv[1]); q = Queue(sys.argv[2], connection=r); "
-    "work_through_outages(lambda: DrainingSimpleWorker([q], connection=r))"
+    "work_through_outages(lambda: ConcurrentWorker([q], connection=r, concurrency=1))"
 )
 
 
