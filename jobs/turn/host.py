@@ -40,6 +40,7 @@ from typing import Any, Protocol, TypeVar
 
 from agent.tools.texts import CancelReason
 from jobs.session.lease import keeper
+from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -226,10 +227,8 @@ def host() -> TurnHost:
     global _host
     with _host_lock:
         if _host is None:
-            from jobs import runtime
-
             try:
-                settings = runtime.settings()
+                settings = Settings.load()
                 _host = TurnHost(settings.TURN_CONCURRENCY, settings.LOOP_STALL_WARN_MS)
             except SystemExit:  # settings that do not load (a test, a command): the defaults
                 _host = TurnHost()
