@@ -38,6 +38,8 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+from jobs.settings import Settings
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -218,10 +220,8 @@ def host() -> TurnHost:
     global _host
     with _host_lock:
         if _host is None:
-            from jobs import runtime
-
             try:
-                settings = runtime.settings()
+                settings = Settings.load()
                 _host = TurnHost(settings.TURN_CONCURRENCY, settings.LOOP_STALL_WARN_MS)
             except SystemExit:  # settings that do not load (a test, a command): the defaults
                 _host = TurnHost()
