@@ -203,8 +203,8 @@ class LeaseKeeper:
             time.sleep(self.tick_s)  # the keeper's period
             try:
                 self.tick()
-            except Exception:  # the next tick tries again; a lease in doubt is lost below
-                log.warning("renewing leases failed", exc_info=True)
+            except Exception:  # a bug in one tick must not end the renewals
+                log.exception("the lease keeper's tick failed")
 
     def tick(self) -> None:
         """Renew the leases due, in one round trip; lose those taken or in doubt."""
@@ -215,7 +215,10 @@ class LeaseKeeper:
             if now - lease.renewed_at >= lease.ttl_ms / 1000 / HEARTBEATS_PER_TTL
         ]
         if due and self._alive():
-            self._renew(due, now)
+            try:
+                self._renew(due, now)
+            except Exception:  # Redis away: a lease not renewed for half its TTL is lost below
+                log.warning("could not renew %d lease(s)", len(due), exc_info=True)
         for lease in self.held():
             if lease.in_doubt():
                 self.drop(lease)

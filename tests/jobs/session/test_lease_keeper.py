@@ -68,3 +68,19 @@ def test_a_loop_that_does_not_answer_stops_the_renewals_and_its_turns_lose_their
     lease.renewed_at -= TTL_MS / 1000  # half the TTL without a renewal has passed
     keeper.tick()
     assert told == ["stop"] and lease.in_doubt()
+
+
+def test_a_redis_that_does_not_answer_loses_the_lease_once_half_its_ttl_passed(redis: Redis) -> None:
+    """The renewal fails with a connection error: the keeper still finds the lease in doubt and
+    stops its turn (the renewal's error must not skip that check)."""
+    keeper = LeaseKeeper()
+    lease = due(acquired(redis, 3))
+    lease.store = SessionStore(Redis(port=1, socket_connect_timeout=0.5), lease.store.key)  # nothing listens
+    told: list[str] = []
+    lease.on_lost(lambda: told.append("stop"))
+    keeper.hold(lease)
+    keeper.tick()
+    assert told == []
+    lease.renewed_at -= TTL_MS / 1000
+    keeper.tick()
+    assert told == ["stop"] and lease not in keeper.held()
