@@ -1,6 +1,6 @@
 """Where the core's blocking and CPU-bound work runs: off the turns' event loop, in named lanes.
 
-A worker runs many turns as tasks on one loop (jobs.turn.event_loop): whatever blocks there (a
+A worker runs many turns as tasks on one loop (jobs.turn.host): whatever blocks there (a
 file system call, a Redis round trip of a port, a DNS lookup) or keeps a core busy (projecting a
 long history) holds every other turn of the process. The core sends such work here, and only
 here (tests/test_offload.py fails on an `asyncio.to_thread` or `run_in_executor` elsewhere in

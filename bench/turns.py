@@ -3,7 +3,7 @@
     python -m bench.turns [--sessions 50] [--redis redis://127.0.0.1:6379/14]
 
 Runs real `threadline worker` processes (2 per run) against real Redis and a fake model that
-answers at once, for RQ's forking `Worker` and for `SimpleWorker`, side by side:
+answers at once, on the worker's one class (`SimpleWorker`, gateway/processes/concurrent_worker.py):
 
 - dispatch latency: from submitting a person's message to the model's first request;
 - turns per second: N sessions submitted together, until every one has its answer;
@@ -464,10 +464,9 @@ def main() -> None:
     if args.metrics:
         metrics_main(args.redis, args.sessions, args.rounds)
         return
-    results = {name: run_class(name, args.redis, args.sessions) for name in ("fork", "simple")}
+    result = run_class("simple", args.redis, args.sessions)
     print(f"{WORKERS} worker processes, model answers at once; {args.sessions} sessions for throughput")
-    print("bytes: one turn plus its delivery, in-process, median of 5 (the same code either way)")
-    print(f"{'':38}{'fork (rq.Worker)':>20}{'simple (SimpleWorker)':>24}")
+    print("bytes: one turn plus its delivery, in-process, median of 5")
     for label, pick in [
         ("dispatch latency median (ms)", lambda r: statistics.median(r["latencies"])),
         ("dispatch latency p90 (ms)", lambda r: statistics.quantiles(r["latencies"], n=10)[-1]),
@@ -475,7 +474,7 @@ def main() -> None:
         ("Redis bytes written, turn after 10", lambda r: r["bytes"][10]),
         ("Redis bytes written, turn after 1,000", lambda r: r["bytes"][1000]),
     ]:
-        print(f"{label:38}{pick(results['fork']):>20.1f}{pick(results['simple']):>24.1f}")
+        print(f"{label:38}{pick(result):>12.1f}")
 
 
 if __name__ == "__main__":

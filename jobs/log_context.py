@@ -8,7 +8,7 @@ thread and turn for free.
 
 A context variable follows the work by itself within a thread and into tasks and `to_thread`
 calls (they copy the context); where work crosses to another thread or an event loop that does
-not copy it, the caller hands its context over explicitly (`jobs.turn.event_loop`, `in_context`).
+not copy it, the caller hands its context over explicitly (`jobs.turn.host`, `in_context`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An `httpx.AsyncClient` belongs to the event loop its connections were opened on, so the pool
 keeps a client per endpoint (base URL, key, timeouts) for the loop the caller names as long-lived
-(a worker's turn loop, jobs/turn/event_loop.py) and hands out a one-off client, closed after the
+(a worker's turn loop, jobs/turn/host.py) and hands out a one-off client, closed after the
 call, anywhere else
 (`asyncio.run` in a command or a test: its loop dies with the call). A client made before a fork
 belongs to the parent: a child process starts its own.

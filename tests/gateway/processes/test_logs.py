@@ -78,7 +78,7 @@ def test_rqs_worker_logger_speaks_from_warning_up_and_all_of_it_under_debug(
     captured: io.StringIO, level: str, shown: list[str]
 ) -> None:
     """RQ sets that logger to INFO as it is imported (rq.worker.base, imported by now); its per-job
-    lines are threadline's own at INFO (gateway.processes.rq_workers)."""
+    lines are threadline's own at INFO (gateway.processes.concurrent_worker)."""
     configured(captured, LOG_LEVEL=level)
     logging.getLogger("rq.worker").debug("Worker w1: dequeued job j1 from turns")
     logging.getLogger("rq.worker").info("Worker w1: turns: run_turn (j1)")
