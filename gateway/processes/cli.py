@@ -72,7 +72,7 @@ def _worker(args: argparse.Namespace) -> int:
         if args.turn_concurrency is not None:
             passthrough += ["--turn-concurrency", str(args.turn_concurrency)]
         drain_s = settings.WORKER_DRAIN_SECONDS
-        return supervise(args.turn_workers, passthrough, drain_s=drain_s, metrics_port=metrics_port)
+        return supervise(main, args.turn_workers, passthrough, drain_s=drain_s, metrics_port=metrics_port)
     work(
         settings,
         role=args.role,

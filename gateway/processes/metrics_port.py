@@ -9,6 +9,8 @@ before prometheus_client was imported (gateway.processes.metrics_dir).
 
 from __future__ import annotations
 
+import socket
+
 from prometheus_client import start_http_server
 from prometheus_client.registry import Collector
 
@@ -21,5 +23,19 @@ def serve_metrics(port: int, registry: Collector) -> None:
     try:
         start_http_server(port, registry=registry)
     except OSError as error:
-        problem = f"threadline: cannot serve metrics on METRICS_PORT={port}: {error.strerror}"
-        raise SettingsError(problem) from None
+        raise _unservable(port, error) from None
+
+
+def check_metrics_port(port: int) -> None:
+    """SettingsError now if `port` could not be served, for a process that serves it only later
+    (the worker supervisor, once its workers are forked): it should not start them first."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as prometheus_client's server
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError as error:
+            raise _unservable(port, error) from None
+
+
+def _unservable(port: int, error: OSError) -> SettingsError:
+    return SettingsError(f"threadline: cannot serve metrics on METRICS_PORT={port}: {error.strerror}")

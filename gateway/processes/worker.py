@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -31,8 +30,8 @@ from gateway.processes.concurrent_worker import ConcurrentWorker
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.lifeline import SUPERVISOR_PID, die_with_parent
 from gateway.processes.logs import configure_logging
-from gateway.processes.metrics_port import serve_metrics
-from gateway.processes.together import run_together
+from gateway.processes.metrics_port import check_metrics_port, serve_metrics
+from gateway.processes.together import Command, run_together
 from jobs import due_jobs, janitor, metrics, retention, runtime
 from jobs.metrics_export import scrape_registry
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
@@ -108,19 +107,30 @@ ROLE_QUEUES = {"delivery": (SLACK_QUEUE,), "turns": (TURNS_QUEUE,)}
 
 
 def supervise(
-    turn_workers: int, passthrough: list[str], *, drain_s: float, metrics_port: int | None = None
+    main: Callable[[list[str]], int],
+    turn_workers: int,
+    passthrough: list[str],
+    *,
+    drain_s: float,
+    metrics_port: int | None = None,
 ) -> int:
     """Run the delivery worker and the turn workers as children; stop all when one stops.
     Stopping gives them `drain_s` to hand their turns back (a second SIGTERM: at once).
     With `metrics_port`, serve the children's metrics there: the sum of what each wrote to the
-    directory `gateway.processes.metrics_dir` prepared (multiprocess mode)."""
-    me = [sys.executable, "-m", "gateway.processes.cli", "worker", *passthrough]
-    commands = {"delivery": [*me, "--role", "delivery"]}
-    commands.update({f"turns-{index}": [*me, "--role", "turns"] for index in range(turn_workers)})
+    directory `gateway.processes.metrics_dir` prepared (multiprocess mode). Each child is forked
+    and runs `main` (the CLI's) on its worker's arguments."""
+
+    def role(name: str) -> Command:
+        return lambda: main(["worker", *passthrough, "--role", name])
+
+    commands = {"delivery": role("delivery")}
+    commands.update({f"turns-{index}": role("turns") for index in range(turn_workers)})
     env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
+    started = None
     if metrics_port is not None:
-        serve_metrics(metrics_port, scrape_registry())
-    return run_together(commands, env=env, stop_grace_s=drain_s)
+        check_metrics_port(metrics_port)
+        started = lambda: serve_metrics(metrics_port, scrape_registry())  # noqa: E731
+    return run_together(commands, env=env, stop_grace_s=drain_s, started=started)
 
 
 def work(
