@@ -142,7 +142,7 @@ def turn_wanted_key(key: SessionKey) -> str:
 
 
 def delivery_queued_key(key: SessionKey) -> str:
-    """String: set while a delivery job is queued and not yet started (jobs.queues)."""
+    """String: the id of the delivery job queued and not yet started (jobs.queues)."""
     return key.redis_key("delivery_queued")
 
 

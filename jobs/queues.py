@@ -116,19 +116,32 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     """Enqueue a delivery unless one is queued and not yet started (it will drain this notice too).
 
     The delivery job calls `delivery_started` before it reads the outbox, so a notice posted
-    after that point always schedules a new job. A sub-agent's session has no thread: its
-    notices stay in its outbox, and what people should see reaches its root's thread instead.
+    after that point always schedules a new job. The flag holds its job's id: a job no longer on
+    the queue that never started was taken by a worker that died, and holds nothing back. A
+    sub-agent's session has no thread: its notices stay in its outbox, and what people should
+    see reaches its root's thread instead.
     """
     if key.is_subagent:
         return False
-    if not redis.set(delivery_queued_key(key), "1", nx=True, ex=QUEUED_FLAG_TTL_S):
-        return False
+    slack = queue(redis, SLACK_QUEUE)
+    job_id = f"deliver-{uuid.uuid4().hex}"
+    flag = delivery_queued_key(key)
+    if not redis.set(flag, job_id, nx=True, ex=QUEUED_FLAG_TTL_S):
+        held = redis.get(flag)
+        if held is None or slack.get_job_position(text(held)) is not None:
+            return False  # queued (or started just now): it reads the outbox after this notice
+        redis.set(flag, job_id, ex=QUEUED_FLAG_TTL_S)
     try:
-        queue(redis, SLACK_QUEUE).enqueue(
-            DELIVERY_JOB, str(key), job_timeout=DELIVERY_TIMEOUT_S, result_ttl=0, failure_ttl=FAILURE_TTL_S
+        slack.enqueue(
+            DELIVERY_JOB,
+            str(key),
+            job_id=job_id,
+            job_timeout=DELIVERY_TIMEOUT_S,
+            result_ttl=0,
+            failure_ttl=FAILURE_TTL_S,
         )
     except Exception:
-        redis.delete(delivery_queued_key(key))
+        redis.delete(flag)
         raise
     return True
 

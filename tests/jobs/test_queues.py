@@ -1,15 +1,20 @@
 import pytest
+from rq import Queue
 from rq.utils import import_attribute
 
 from jobs.keys import SessionKey
 from jobs.queues import (
     COMPACTION_JOB,
     DELIVERY_JOB,
+    SERIALIZER,
+    SLACK_QUEUE,
     TURN_JOB,
     TURN_TIMEOUT_GRACE_S,
     TURNS_QUEUE,
     clear_turn_flag,
+    delivery_started,
     queue,
+    schedule_delivery,
     schedule_turn,
 )
 
@@ -34,6 +39,27 @@ def test_a_started_turn_lets_the_next_input_schedule_another(redis):
     schedule_turn(redis, KEY, turn_timeout_s=60)
     clear_turn_flag(redis, KEY)  # what run_turn does first
     assert schedule_turn(redis, KEY, turn_timeout_s=60) is True
+
+
+def test_notices_posted_together_enqueue_one_delivery(redis):
+    assert schedule_delivery(redis, KEY) is True
+    assert schedule_delivery(redis, KEY) is False  # the queued job will post this notice too
+    assert [list(job.args) for job in queue(redis, SLACK_QUEUE).get_jobs()] == [[str(KEY)]]
+
+
+def test_a_started_delivery_lets_the_next_notice_schedule_another(redis):
+    schedule_delivery(redis, KEY)
+    Queue.dequeue_any([queue(redis, SLACK_QUEUE)], None, connection=redis, serializer=SERIALIZER)
+    delivery_started(redis, KEY)
+    assert schedule_delivery(redis, KEY) is True
+
+
+def test_a_delivery_whose_worker_died_before_starting_it_does_not_hold_up_the_next(redis):
+    schedule_delivery(redis, KEY)
+    taken = Queue.dequeue_any([queue(redis, SLACK_QUEUE)], None, connection=redis, serializer=SERIALIZER)
+    assert taken is not None  # a worker took it, then was killed before the job began
+    assert schedule_delivery(redis, KEY) is True
+    assert [list(job.args) for job in queue(redis, SLACK_QUEUE).get_jobs()] == [[str(KEY)]]
 
 
 # Jobs already in Redis name their function as they were enqueued; RQ resolves Job.func_name
