@@ -20,7 +20,7 @@ from gateway.links import thread_link
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import submit_input
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, lease_key
 from jobs.queues import schedule_delivery
 from jobs.session.notices import Notice
 from jobs.session.state import State, set_state
@@ -44,9 +44,15 @@ def open_session(
     assert stack.send_event(mention("start", ts=root["ts"], user=owner, channel=channel)).status_code == 200
     wait_for(lambda: bot_messages(fake_slack, channel, root["ts"]), what="the first answer")
     key = SessionKey(team="T111", channel=channel, thread_ts=root["ts"])
-    store = SessionStore(redis_of(stack), key)
-    wait_for(lambda: store.meta.read().state == "idle", what="the first turn to end")
+    redis = redis_of(stack)
+    wait_for(lambda: turn_ended(redis, key), what="the first turn to end")
     return key
+
+
+def turn_ended(redis: Redis, key: SessionKey) -> bool:
+    """Idle, and the lease let go: a turn writes idle first, and until the lease is gone what is
+    said in the thread goes to its inbox ("sent to the running turn")."""
+    return SessionStore(redis, key).meta.read().state == "idle" and not redis.exists(lease_key(key))
 
 
 def redis_of(stack: Stack) -> Redis:

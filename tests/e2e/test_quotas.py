@@ -15,9 +15,8 @@ from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.stack import Stack
 from jobs.control import cancel_requested_by
 from jobs.keys import RECORD_FIELD, SessionKey, wire_key
-from jobs.session.store import SessionStore
 from tests.e2e.agents import Agents, start_stack, subagent_keys, tool_results, wait_for_answer
-from tests.e2e.sessions import link, open_session, put_in_state, response_url
+from tests.e2e.sessions import link, open_session, put_in_state, response_url, turn_ended
 from tests.e2e.test_inbound import _bot_reply, user_texts
 from tests.e2e.test_inbound import answered as inbound_answered
 from tests.e2e.test_live_turns import card_with, click, state
@@ -92,7 +91,7 @@ def test_bot_turns_per_thread_per_hour_break_a_loop(make_stack, fake_slack, fake
     for count in (2, 3):
         assert stack.send_event(_bot_reply(root, fake_slack.next_ts(), "B999")).status_code == 200
         inbound_answered(fake_slack, "C111", key.thread_ts, count)
-        wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn to end")
+        wait_for(lambda: turn_ended(redis, key), what="the turn to end")
     requests = len(fake_llm.requests)
     assert stack.send_event(_bot_reply(root, fake_slack.next_ts(), "B999")).status_code == 200
     bot_said = [said for said in user_texts(redis, key) if said.startswith("<@B999>")]
