@@ -1,0 +1,178 @@
+"""The ugly cases of a worker's shared event loop (docs/turn-worker.md): a Redis that answers in
+500 ms, a tool stuck in a blocking read, a card written over while it is composed. With 16 turns
+of one default worker stepping through tool calls meanwhile, none of them may hold up the loop
+the other turns share.
+
+The measure is the worker's own stall probe (jobs.turn.host), told to log every stall over
+`STALL_WARN_MS`. A loaded 2-core machine stalls a loop now and then on its own (the scheduler,
+a collection); a blocking call would stall it for as long as the fault lasts, so a logged stall
+is a failure only when it reaches `BLAMED_STALL_S`, which each fault here outlasts many times.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from redis import Redis
+
+from agent.testing import FakeLLM, Reply, calls, text
+from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.stack import Stack
+from jobs.keys import card_key
+from tests.e2e.sessions import link, slash_command
+from tests.e2e.turns import Session
+from tests.polling import wait_for
+from tests.slow_redis import SlowRedis
+from tests.unattended import UNATTENDED
+
+AT_ONCE = 16
+STEPS = 12  # tool steps of each turn
+STALL_WARN_MS = 100
+BLAMED_STALL_S = 0.4  # below one late Redis answer (0.5 s), far below the blocked read or the 2 s contention
+SLOW_ANSWER_S = 0.5
+SLOW_FOR_S = 10.0
+CONTENDED_FOR_S = 2.0
+STALL_LINE = re.compile(r"the turns' event loop stalled for ([0-9.]+) s")
+
+
+@pytest.fixture
+def slow_redis(redis_url: str) -> Iterator[SlowRedis]:
+    server = urlsplit(redis_url)
+    proxy = SlowRedis(server.hostname or "127.0.0.1", server.port or 6379)
+    yield proxy
+    proxy.close()
+
+
+class Walks:
+    """The fake model's side of AT_ONCE turns: each walks STEPS globs, then answers "done <name>".
+
+    A turn whose first message starts with "stuck" is sent into the blocked read instead."""
+
+    def __init__(self, fake_llm: FakeLLM) -> None:
+        self.asked: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+        fake_llm.default = self.answer
+
+    def answer(self, body: dict[str, Any]) -> Reply:
+        name = first_user_text(body)
+        done = sum(1 for message in body["messages"] if message["role"] == "tool")
+        with self._lock:
+            self.asked.append((time.monotonic(), name))
+        if name.startswith("stuck") and done == 0:
+            return calls(("r", "shell", {"command": "mkfifo pipe && cat pipe"}))
+        if done < STEPS:
+            return calls((f"g{done}", "glob", {"pattern": f"step{done}-*"}))
+        return text(f"done {name}")
+
+    def asked_since(self, since: float) -> set[str]:
+        with self._lock:
+            return {name for at, name in self.asked if at >= since}
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    """What the session's first message said, without the "<@user>: " the gateway puts first."""
+    for message in body["messages"]:
+        if message["role"] == "user":
+            content = message["content"]
+            said = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+            return said.split(": ", 1)[-1]
+    return ""
+
+
+def start(tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM) -> Stack:
+    env = {**UNATTENDED, "TURN_CONCURRENCY": str(AT_ONCE), "LOOP_STALL_WARN_MS": str(STALL_WARN_MS)}
+    return Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, **env).start()
+
+
+def blamed_stalls(stack: Stack) -> list[float]:
+    stalls = [float(seconds) for seconds in STALL_LINE.findall(stack.log("worker0"))]
+    return [stall for stall in stalls if stall >= BLAMED_STALL_S]
+
+
+def answered(session: Session, name: str) -> bool:
+    return any(f"done {name}" in said for said in session.bot_texts())
+
+
+def hold(seconds: float, check: Any) -> None:
+    """Keep a fault on for `seconds` (its length is the fault, not a wait for anything)."""
+    until = time.monotonic() + seconds
+    wait_for(lambda: time.monotonic() >= until and check(), timeout=seconds + 60, what="the fault's span")
+
+
+def test_a_redis_answering_in_half_a_second_for_ten_seconds_stalls_no_turn(
+    tmp_path: Path,
+    redis: Redis,
+    redis_url: str,
+    slow_redis: SlowRedis,
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+) -> None:
+    walks = Walks(fake_llm)
+    database = int(urlsplit(redis_url).path.lstrip("/") or 0)
+    stack = start(tmp_path, slow_redis.url(database), fake_slack, fake_llm)
+    try:
+        names = [f"walk {index}" for index in range(AT_ONCE)]
+        sessions = [Session(redis, fake_slack, name) for name in names]
+        wait_for(lambda: walks.asked_since(0) >= set(names), timeout=60, what="every turn's first step")
+        with slow_redis.slow(SLOW_ANSWER_S):
+            slowed_at = time.monotonic()
+            hold(SLOW_FOR_S, lambda: len(walks.asked_since(slowed_at)) >= 2)
+        for session, name in zip(sessions, names, strict=True):
+            wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
+        assert all(session.state() == "idle" for session in sessions)
+        assert blamed_stalls(stack) == [], stack.log("worker0")[-4000:]
+    finally:
+        stack.stop()
+
+
+def test_a_tool_stuck_in_a_blocking_read_holds_up_no_other_turn_and_still_stops(
+    tmp_path: Path, redis: Redis, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
+) -> None:
+    Walks(fake_llm)
+    stack = start(tmp_path, redis_url, fake_slack, fake_llm)
+    try:
+        stuck = Session(redis, fake_slack, "stuck on a pipe")
+        wait_for(lambda: "mkfifo" in str(stuck.wire()), what="the stuck turn's shell call")
+        names = [f"walk {index}" for index in range(AT_ONCE - 1)]
+        sessions = [Session(redis, fake_slack, name) for name in names]
+        for session, name in zip(sessions, names, strict=True):
+            wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
+        assert stuck.state() == "running"
+        answer = slash_command(stack, fake_slack, f"cancel {link(fake_slack, stuck.key)}")
+        assert "Stopping" in answer
+        wait_for(lambda: stuck.state() == "cancelled", timeout=30, what="the stuck turn to stop")
+        assert blamed_stalls(stack) == [], stack.log("worker0")[-4000:]
+    finally:
+        stack.stop()
+
+
+def test_a_card_written_over_for_two_seconds_while_it_is_composed_stalls_no_turn(
+    tmp_path: Path, redis: Redis, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeLLM
+) -> None:
+    walks = Walks(fake_llm)
+    stack = start(tmp_path, redis_url, fake_slack, fake_llm)
+    try:
+        names = [f"walk {index}" for index in range(AT_ONCE)]
+        sessions = [Session(redis, fake_slack, name) for name in names]
+        contended = sessions[0]
+        wait_for(lambda: redis.exists(card_key(contended.key)), timeout=60, what="the first turn's card")
+        rewrite = redis.register_script(
+            "local card = redis.call('GET', KEYS[1]) "
+            "if card then redis.call('SET', KEYS[1], card, 'KEEPTTL') end"
+        )
+        contending_from = time.monotonic()
+        while time.monotonic() - contending_from < CONTENDED_FOR_S:
+            rewrite(keys=[card_key(contended.key)])  # every compose of this card sees it changed
+        assert walks.asked_since(contending_from) - {names[0]}, "other turns stepped meanwhile"
+        for session, name in zip(sessions, names, strict=True):
+            wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
+        assert blamed_stalls(stack) == [], stack.log("worker0")[-4000:]
+    finally:
+        stack.stop()
