@@ -141,6 +141,31 @@ async def spawn(started: Launch) -> Running:
     return Running(process, protocol.exited, started.sandboxed)
 
 
+_stopping: set[asyncio.Task[None]] = set()  # stops outliving the call they were for
+
+
+async def spawn_stoppable(started: Launch) -> Running:
+    """`spawn`, whose command is stopped even when the call is cancelled before it returns.
+
+    The command runs from the moment it is spawned, while asyncio is still connecting its pipes;
+    a cancel then would close the transport, which kills only the direct child and waits for
+    the pipes, which a background child holds for as long as it lives."""
+    spawning = asyncio.ensure_future(spawn(started))
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        spawning.add_done_callback(_stop_when_spawned)
+        raise
+
+
+def _stop_when_spawned(spawning: asyncio.Future[Running]) -> None:
+    if spawning.cancelled() or spawning.exception() is not None:
+        return
+    stop = asyncio.ensure_future(stop_group(spawning.result()))
+    _stopping.add(stop)
+    stop.add_done_callback(_stopping.discard)
+
+
 def terminate(running: Running) -> None:
     """SIGTERM what the command started: the group, or (sandboxed) every process in the sandbox."""
     if not running.sandboxed:
@@ -222,7 +247,7 @@ class Shell(Tool[ShellParams]):
         if unreachable is not None:
             return error_result(f"shell is unavailable: {unreachable}. Fix: {REACH_FIX}.")
         started = launch(self.sandbox, args.command, context.workspace, self._environment)
-        running = await spawn(started)
+        running = await spawn_stoppable(started)
         try:
             outcome = await self._supervise(running, args.timeout)
         except BaseException:  # cancelled (or failed): nothing it started may survive

@@ -4,12 +4,14 @@ The sandboxed shell (the default) is tested in test_shell_sandbox.py and tests/e
 """
 
 import asyncio
+import contextlib
+import time
 
 import pytest
 
-from agent.tools import CancelSignal, texts
+from agent.tools import CancelSignal, ToolContext, texts
 from agent.tools.builtin import Shell
-from agent.tools.builtin.shell import safe_environment
+from agent.tools.builtin.shell import ShellParams, safe_environment
 from agent.tools.defaults import ABORT_GRACE_MS
 from agent.tools.sandbox import UNSANDBOXED
 from tests.agent.tools.helpers import (
@@ -100,3 +102,23 @@ async def test_cancel_during_a_sleep_kills_the_process_group(executor, tmp_path)
     # need reaping by init: the polls allow for both, well before the `sleep 60` would end.
     await wait_until(lambda: not process_alive(shell_pid))
     await wait_until(lambda: not process_alive(child_pid))
+
+
+async def test_a_cancel_while_the_pipes_are_still_connecting_kills_what_the_command_started(tmp_path):
+    """The command runs from the moment it is spawned, before asyncio has connected its pipes;
+    a cancel then (a loaded loop makes it likely) used to kill only bash, leave the group alive,
+    and wait for the orphan to close the pipes it held."""
+    shell = Shell(sandbox=UNSANDBOXED)
+    params = ShellParams(command="sleep 60 & echo $! > child.pid; wait")
+    running = asyncio.ensure_future(shell.run(params, ToolContext(workspace=tmp_path, signal=CancelSignal())))
+    await asyncio.sleep(0)  # the call runs up to the spawn: bash is started, its pipes connect later
+    child_pid = tmp_path / "child.pid"
+    deadline = time.monotonic() + DEADLINE_S
+    while not (child_pid.exists() and child_pid.read_text().strip()):  # holding the loop, as load does
+        assert time.monotonic() < deadline, "the command did not start its child"
+        time.sleep(0.01)
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.wait_for(running, DEADLINE_S)
+    child = int(child_pid.read_text())
+    await wait_until(lambda: not process_alive(child))
