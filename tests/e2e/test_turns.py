@@ -75,7 +75,8 @@ def test_a_turn_of_many_tool_steps_keeps_one_progress_entry(
         *(calls((f"c{i}", "glob", {"pattern": f"step{i}-*"})) for i in range(steps)), text("Walked.")
     )
     session = Session(redis, fake_slack, "walk")
-    wait_for(lambda: "Walked." in session.bot_texts(), what="the answer")
+    # 31 model calls and 30 tool batches: on a loaded 2-core CI machine that can take a minute.
+    wait_for(lambda: "Walked." in session.bot_texts(), timeout=90, what="the answer")
     thread = lambda: thread_texts(fake_slack, CHANNEL, session.key.thread_ts)  # noqa: E731
     wait_for(lambda: "Done" in thread()[0], what="the final card")
     outbox = [fields[b"n"] for _, fields in redis.xrange(session.store.outbox_key)]
