@@ -5,7 +5,9 @@ The sandboxed shell (the default) is tested in test_shell_sandbox.py and tests/e
 
 import asyncio
 import contextlib
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,7 @@ from agent.tools import CancelSignal, ToolContext, texts
 from agent.tools.builtin import Shell
 from agent.tools.builtin.shell import ShellParams, safe_environment
 from agent.tools.defaults import ABORT_GRACE_MS
-from agent.tools.sandbox import UNSANDBOXED
+from agent.tools.sandbox import UNSANDBOXED, descendants
 from tests.agent.tools.helpers import (
     DEADLINE_S,
     call,
@@ -111,9 +113,11 @@ async def test_a_cancel_while_the_pipes_are_still_connecting_kills_what_the_comm
     shell = Shell(sandbox=UNSANDBOXED)
     params = ShellParams(command="sleep 60 & echo $! > child.pid; wait")
     running = asyncio.ensure_future(shell.run(params, ToolContext(workspace=tmp_path, signal=CancelSignal())))
-    await asyncio.sleep(0)  # the call runs up to the spawn: bash is started, its pipes connect later
-    child_pid = tmp_path / "child.pid"
     deadline = time.monotonic() + DEADLINE_S
+    while not _spawned(b"child.pid"):  # one loop pass at a time: the pipes connect over several
+        assert time.monotonic() < deadline, "the command was not spawned"
+        await asyncio.sleep(0)
+    child_pid = tmp_path / "child.pid"
     while not (child_pid.exists() and child_pid.read_text().strip()):  # holding the loop, as load does
         assert time.monotonic() < deadline, "the command did not start its child"
         time.sleep(0.01)
@@ -122,3 +126,15 @@ async def test_a_cancel_while_the_pipes_are_still_connecting_kills_what_the_comm
         await asyncio.wait_for(running, DEADLINE_S)
     child = int(child_pid.read_text())
     await wait_until(lambda: not process_alive(child))
+
+
+def _spawned(marker: bytes) -> bool:
+    """A process of this test's runs a command line holding `marker`."""
+    return any(marker in _command_line(pid) for pid in descendants(os.getpid()))
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
