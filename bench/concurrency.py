@@ -175,7 +175,7 @@ def main() -> None:
 
 
 def longest_loop_stall(worker_log: str) -> str:
-    found = re.findall(r"event loop stalled at most ([0-9.]+ s)", worker_log)
+    found = re.findall(r"the turns worker's event loop stalled at most ([0-9.]+ s)", worker_log)
     return found[-1] if found else "not logged"
 
 

@@ -38,6 +38,7 @@ from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
 from jobs.runtime import redis_from_url
 from jobs.settings import Settings
 from jobs.storage import publish_storage
+from jobs.turn.host import host
 
 PRELOADED_JOB_MODULES = (jobs.turn.runner, jobs.compaction_job, gateway.delivery.job)
 # httpx loads its async transport stack lazily on the first request: loaded at start instead.
@@ -181,6 +182,7 @@ def work(
         concurrency = turn_concurrency or settings.TURN_CONCURRENCY
     else:
         concurrency = settings.DELIVERY_CONCURRENCY
+    host().role = role
     names = ", ".join(each.name for each in queues)
     log.info("%s worker started (pid %d) on %s, %d at once", role, os.getpid(), names, concurrency)
     try:

@@ -67,6 +67,7 @@ class Turn(Protocol):
 class TurnHost:
     def __init__(self, turn_concurrency: int = 16, stall_warn_ms: int = DEFAULT_STALL_WARN_MS) -> None:
         self.loop = asyncio.new_event_loop()
+        self.role = "turns"  # the worker's, which its stall lines name: a delivery worker has a host too
         self.longest_stall_s = 0.0
         self.probed_at = time.monotonic()  # when the stall probe last ran: the loop answers
         self.stall_warn_s = stall_warn_ms / 1000
@@ -96,7 +97,9 @@ class TurnHost:
             stall = self.probed_at - asked - STALL_PROBE_S
             self.longest_stall_s = max(self.longest_stall_s, stall)
             if stall > self.stall_warn_s:
-                log.warning("the turns' event loop stalled for %.2f s: a step blocked it", stall)
+                log.warning(
+                    "the %s worker's event loop stalled for %.2f s: a step blocked it", self.role, stall
+                )
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run `coroutine` as a task on the loop, in the caller's context (the log fields), from
@@ -109,7 +112,7 @@ class TurnHost:
         return asyncio.run_coroutine_threadsafe(in_callers_context(), self.loop)
 
     def log_longest_stall(self) -> None:
-        log.info("the turns' event loop stalled at most %.3f s", self.longest_stall_s)
+        log.info("the %s worker's event loop stalled at most %.3f s", self.role, self.longest_stall_s)
 
     # -- lanes ----------------------------------------------------------------------------
 
