@@ -3,12 +3,14 @@
 `jobs.control.cancel` sets the session's `cancel` flag (the durable record) and publishes the
 session key on `CANCELS_CHANNEL`. Each event loop that runs turns has one `CancelListener`: a
 task subscribed to that channel on its own asyncio connection, which stops the turn of a key
-it runs (`Loop.cancel`) as the message arrives. Nothing polls.
+it runs (`Loop.cancel`) as the message arrives and its flag is read. Nothing polls.
 
-Pub/sub forgets what was published while nobody listened, so the flag covers the gaps: a turn
-that starts listening reads its own flag once it is heard, and after every (re)subscription the
-listener reads the flags of every turn it runs. A cancel set before either read is found by it;
-one set after is heard.
+A message only says "look at the flag": pub/sub spans every database of the server, so another
+deployment on the next database may publish the same session key, and only a flag set in this
+one's database stops a turn. Pub/sub forgets what was published while nobody listened, so the
+flag covers the gaps: a turn that starts listening reads its own flag once it is heard, and after
+every (re)subscription the listener reads the flags of every turn it runs. A cancel set before
+either read is found by it; one set after is heard.
 """
 
 from __future__ import annotations
@@ -76,9 +78,9 @@ class CancelListener:
             self.subscribed.set()
             await self._stop_if_flagged(list(self._turns))
             async for message in pubsub.listen():
-                stop = self._turns.get(text(message["data"]))
-                if stop is not None:
-                    stop()
+                key = text(message["data"])
+                if key in self._turns:
+                    await self._stop_if_flagged([key])
         finally:
             self.subscribed.clear()
             with contextlib.suppress(RedisError, OSError):

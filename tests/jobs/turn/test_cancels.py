@@ -78,3 +78,30 @@ def test_a_cancel_asked_while_the_listener_was_away_is_found_when_it_subscribes_
         return await stopped_while_listening(CancelListener(named), KEY, while_away)
 
     assert asyncio.run(main())
+
+
+def test_a_cancel_in_another_database_of_the_same_server_stops_nothing(redis: Redis) -> None:
+    """Pub/sub spans the server's databases: another deployment's cancel of the same thread (a
+    staging app in the same channel, on the next database) must not stop this one's turn."""
+    kwargs = redis.connection_pool.connection_kwargs
+    elsewhere = Redis(host=kwargs["host"], port=kwargs["port"], db=(kwargs["db"] + 1) % 16)
+    shared = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000900")
+
+    async def main() -> bool:
+        listener = CancelListener(redis)
+        stopped = asyncio.Event()
+        async with listener.hearing(shared, stopped.set):
+
+            async def cancel_elsewhere_then_here() -> None:
+                elsewhere.set(cancel_key(shared), "U1", ex=60)
+                wake_the_turn(elsewhere, shared)
+                redis.set(cancel_key(OTHER), "U1")  # heard after the one before: a barrier
+                wake_the_turn(redis, OTHER)
+
+            assert await stopped_while_listening(listener, OTHER, cancel_elsewhere_then_here)
+            return stopped.is_set()
+
+    try:
+        assert asyncio.run(main()) is False
+    finally:
+        elsewhere.delete(cancel_key(shared))
