@@ -41,6 +41,7 @@ from typing import Any, Protocol, TypeVar
 from agent.tools.texts import CancelReason
 from jobs.session.lease import keeper
 from jobs.settings import Settings
+from jobs.turn.loop_watch import blocked, kernel_wait, python_at
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ class TurnHost:
         self._slots: threading.BoundedSemaphore | None = None
         self._thread = threading.Thread(target=self._run, name="turns-loop", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watch_from_beside, name="turns-watch", daemon=True).start()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -100,6 +102,22 @@ class TurnHost:
                 log.warning(
                     "the %s worker's event loop stalled for %.2f s: a step blocked it", self.role, stall
                 )
+
+    def _watch_from_beside(self) -> None:
+        """While the probe is late, look at the loop thread each probe interval; one seen twice
+        in a row sleeping in the same kernel wait that is not its own is blocked by a call."""
+        seen: str | None = None
+        while True:
+            time.sleep(STALL_PROBE_S)
+            late = time.monotonic() - self.probed_at > 2 * STALL_PROBE_S
+            wait = kernel_wait(self._thread.native_id) if late else None
+            if wait == seen and blocked(wait):
+                where = python_at(self._thread.ident)
+                log.warning(
+                    "the %s worker's event loop is blocked in the kernel (%s) at %s", self.role, wait, where
+                )
+                wait = None  # once per wait seen twice: a long block is logged every other interval
+            seen = wait
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run `coroutine` as a task on the loop, in the caller's context (the log fields), from

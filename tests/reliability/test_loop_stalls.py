@@ -3,11 +3,11 @@
 of one default worker stepping through tool calls meanwhile, none of them may hold up the loop
 the other turns share.
 
-The measure is the turns worker's own stall probe (jobs.turn.host), told to log every stall
-over `STALL_WARN_MS`; the delivery worker's loop, whose stalls its log lines name apart, only
-hands its sync jobs to threads. A loaded 2-core machine stalls a loop now and then on its own
-(the scheduler, the GIL); a blocking call would stall it for as long as the fault lasts, so a
-logged stall is a failure only when it reaches `BLAMED_STALL_S`, which each fault here outlasts.
+The measure is the turns worker's own watch (jobs.turn.loop_watch): when its loop is late, it
+names the kernel wait the loop thread sleeps in, and logs one that is neither the loop's wait for
+events nor the GIL's. A loaded machine makes a loop late on its own (the scheduler, the GIL: up
+to seconds on a 2-core machine running three test stacks), so lateness alone proves nothing; a
+call that blocks the loop shows as the loop thread asleep in that call, whatever the load.
 """
 
 from __future__ import annotations
@@ -36,11 +36,10 @@ from tests.unattended import UNATTENDED
 AT_ONCE = 16
 STEPS = 12  # tool steps of each turn
 STALL_WARN_MS = 100
-BLAMED_STALL_S = 0.4  # below one late Redis answer (0.5 s), far below the blocked read or the 2 s contention
 SLOW_ANSWER_S = 0.5
 SLOW_FOR_S = 10.0
 CONTENDED_FOR_S = 2.0
-STALL_LINE = re.compile(r"the turns worker's event loop stalled for ([0-9.]+) s")  # not the delivery worker's
+BLOCKED_LINE = re.compile(r"the turns worker's event loop is blocked in the kernel .*")  # not delivery's
 
 
 @pytest.fixture
@@ -92,9 +91,8 @@ def start(tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_llm: FakeL
     return Stack(tmp_path, redis_url, fake_slack.api_url, fake_llm.base_url, **env).start()
 
 
-def blamed_stalls(stack: Stack) -> list[float]:
-    stalls = [float(seconds) for seconds in STALL_LINE.findall(stack.log("worker0"))]
-    return [stall for stall in stalls if stall >= BLAMED_STALL_S]
+def blocked_loop(stack: Stack) -> list[str]:
+    return BLOCKED_LINE.findall(stack.log("worker0"))
 
 
 def answered(session: Session, name: str) -> bool:
@@ -128,7 +126,7 @@ def test_a_redis_answering_in_half_a_second_for_ten_seconds_stalls_no_turn(
         for session, name in zip(sessions, names, strict=True):
             wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
         assert all(session.state() == "idle" for session in sessions)
-        assert blamed_stalls(stack) == [], stack.log("worker0")[-4000:]
+        assert blocked_loop(stack) == []
     finally:
         stack.stop()
 
@@ -149,7 +147,7 @@ def test_a_tool_stuck_in_a_blocking_read_holds_up_no_other_turn_and_still_stops(
         answer = slash_command(stack, fake_slack, f"cancel {link(fake_slack, stuck.key)}")
         assert "Stopping" in answer
         wait_for(lambda: stuck.state() == "cancelled", timeout=30, what="the stuck turn to stop")
-        assert blamed_stalls(stack) == [], stack.log("worker0")[-4000:]
+        assert blocked_loop(stack) == []
     finally:
         stack.stop()
 
@@ -174,6 +172,6 @@ def test_a_card_written_over_for_two_seconds_while_it_is_composed_stalls_no_turn
         assert walks.asked_since(contending_from) - {names[0]}, "other turns stepped meanwhile"
         for session, name in zip(sessions, names, strict=True):
             wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
-        assert blamed_stalls(stack) == [], stack.log("worker0")[-4000:]
+        assert blocked_loop(stack) == []
     finally:
         stack.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -93,6 +94,41 @@ def test_the_stall_probe_sees_a_blocked_loop_and_says_so(caplog: pytest.LogCaptu
         wait_for(
             lambda: any("stalled for" in line.getMessage() for line in caplog.records), what="the warning"
         )
+
+
+def blocked_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "blocked in the kernel" in r.getMessage()]
+
+
+def test_the_watch_names_the_call_that_blocks_the_loop(caplog: pytest.LogCaptureFixture) -> None:
+    turns = TurnHost()
+    reader, writer = os.pipe()
+
+    async def reading_a_pipe_on_the_loop() -> bytes:
+        return os.read(reader, 1)  # blocks the loop until the test writes
+
+    with caplog.at_level(logging.WARNING, logger="jobs.turn.host"):
+        read = turns.submit(reading_a_pipe_on_the_loop())
+        told = wait_for(
+            lambda: next(
+                (r.getMessage() for r in caplog.records if "blocked in the kernel" in r.getMessage()), ""
+            ),
+            what="the watch's warning",
+        )
+        os.write(writer, b"x")
+        assert read.result(timeout=20) == b"x"
+    assert "pipe" in told and "reading_a_pipe_on_the_loop" in told  # the kernel wait, and the code
+
+
+def test_a_loop_that_only_waits_for_events_is_never_called_blocked(caplog: pytest.LogCaptureFixture) -> None:
+    turns = TurnHost()
+
+    async def idle() -> None:
+        await asyncio.sleep(1.0)
+
+    with caplog.at_level(logging.WARNING, logger="jobs.turn.host"):
+        turns.submit(idle()).result(timeout=20)
+    assert blocked_lines(caplog) == []
 
 
 def test_the_lanes_are_named_threads_off_the_loop() -> None:
