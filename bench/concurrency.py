@@ -161,7 +161,10 @@ def main() -> None:
             with ThreadPoolExecutor(SEND_THREADS) as pool:
                 statuses = list(pool.map(send, range(args.sessions)))
             sending_s = max(sent.values()) - min(sent.values())
-            wait_until(lambda: len(answer_times(slack, ANSWER)) >= args.sessions, 120, "every answer")
+            if not wait_until(lambda: len(answer_times(slack, ANSWER)) >= args.sessions, 120, "every answer"):
+                lines = stack.log("worker").splitlines()
+                first = next((i for i, line in enumerate(lines) if " ERROR " in line), len(lines))
+                print("\n".join(["  the worker's first error:", *lines[first : first + 40]]))
             sampler.stop.set()
             sampler.join()
             answered = answer_times(slack, ANSWER)
