@@ -14,8 +14,11 @@ import weakref
 from typing import Any
 
 from redis import Redis
+from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.connection import SSLConnection, UnixDomainSocketConnection
+
+POOL_WAIT_S = 10  # for a client whose own pool does not say how long to wait
 
 _twins: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, AsyncRedis]] = (
     weakref.WeakKeyDictionary()
@@ -28,8 +31,20 @@ def aio_twin(redis: Redis) -> AsyncRedis:
     twins = _twins.setdefault(loop, {})
     twin = twins.get(id(redis))
     if twin is None:
-        twin = twins[id(redis)] = AsyncRedis(**_same_server(redis))
+        twin = twins[id(redis)] = AsyncRedis(connection_pool=_waiting_pool(redis))
     return twin
+
+
+def _waiting_pool(redis: Redis) -> BlockingConnectionPool:
+    """A pool as large as `redis`'s, where a task past its size waits for a connection rather
+    than failing (redis.asyncio's default pool refuses the 101st: a worker of 200 turns gets there)."""
+    made = AsyncRedis(**_same_server(redis)).connection_pool  # the connection class and its arguments
+    return BlockingConnectionPool(
+        max_connections=max(redis.connection_pool.max_connections, made.max_connections),
+        timeout=getattr(redis.connection_pool, "timeout", None) or POOL_WAIT_S,
+        connection_class=made.connection_class,
+        **made.connection_kwargs,
+    )
 
 
 def _same_server(redis: Redis) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import asyncio
 from functools import cache
 
 import httpx
-from redis import Redis
+from redis import BlockingConnectionPool, Redis
 
 from agent.model.base import ChatModel
 from agent.model.connections import ConnectionPool
@@ -29,9 +29,24 @@ def redis_client() -> Redis:
     return redis_from_url(settings().require("REDIS_URL").REDIS_URL or "")
 
 
+# A worker of 200 turns runs more Redis calls at once than redis-py's default pool of 100, which
+# refuses the next one ("Too many connections"): a caller past this many waits for a connection
+# (up to REDIS_POOL_WAIT_S), it does not fail. Connections are opened only as they are needed.
+REDIS_MAX_CONNECTIONS = 512
+REDIS_POOL_WAIT_S = 10
+
+
 def redis_from_url(url: str) -> Redis:
     # Short timeouts: a Redis outage must surface as a clear error, not a hung request.
-    return Redis.from_url(url, socket_timeout=5, socket_connect_timeout=3, health_check_interval=15)
+    pool = BlockingConnectionPool.from_url(
+        url,
+        max_connections=REDIS_MAX_CONNECTIONS,
+        timeout=REDIS_POOL_WAIT_S,
+        socket_timeout=5,
+        socket_connect_timeout=3,
+        health_check_interval=15,
+    )
+    return Redis(connection_pool=pool)
 
 
 def build_model(config: Settings) -> ChatModel:

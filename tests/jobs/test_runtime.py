@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from redis._parsers import _HiredisParser
 from redis.connection import HiredisRespSerializer
@@ -10,6 +12,7 @@ from redis.connection import HiredisRespSerializer
 from agent.messages import ImageURLPart, MediaURL, Message, TextPart, user_message
 from agent.model._openai_format import IMAGE_WITHHELD
 from agent.model.base import ModelRequest
+from jobs.aio_redis import aio_twin
 from jobs.runtime import build_model, redis_from_url
 from jobs.settings import Settings
 
@@ -25,6 +28,31 @@ def test_the_client_packs_and_parses_with_hiredis(redis_url: str) -> None:
     finally:
         client.connection_pool.release(connection)
         client.close()
+
+
+BUSY_AT_ONCE = 150  # more than redis-py's default pool of 100: a worker of 200 turns gets there
+
+
+def test_more_callers_at_once_than_the_pool_holds_wait_for_a_connection(redis_url: str) -> None:
+    client = redis_from_url(redis_url)
+    empty = f"tl:test:empty:{uuid.uuid4().hex}"
+    with ThreadPoolExecutor(BUSY_AT_ONCE) as threads:  # each holds a connection for 0.5 s
+        answers = list(threads.map(lambda _: client.blpop([empty], timeout=0.5), range(BUSY_AT_ONCE)))
+    assert answers == [None] * BUSY_AT_ONCE  # none refused with "Too many connections"
+
+
+def test_more_tasks_at_once_than_the_async_pool_holds_wait_for_a_connection(redis_url: str) -> None:
+    client = redis_from_url(redis_url)
+    empty = f"tl:test:empty:{uuid.uuid4().hex}"
+
+    async def main() -> list[object]:
+        twin = aio_twin(client)
+        try:
+            return await asyncio.gather(*(twin.blpop([empty], timeout=0.5) for _ in range(BUSY_AT_ONCE)))
+        finally:
+            await twin.aclose()
+
+    assert asyncio.run(main()) == [None] * BUSY_AT_ONCE
 
 
 def test_the_configured_model_sends_the_extra_body_and_asks_for_usage(fake_llm) -> None:
