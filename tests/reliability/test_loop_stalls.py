@@ -95,6 +95,16 @@ def blocked_loop(stack: Stack) -> list[str]:
     return BLOCKED_LINE.findall(stack.log("worker0"))
 
 
+def walking(redis: Redis, fake_slack: FakeSlack, count: int = AT_ONCE) -> dict[str, Session]:
+    """`count` sessions, each asked to walk: "walk 0", "walk 1", …"""
+    return {f"walk {index}": Session(redis, fake_slack, f"walk {index}") for index in range(count)}
+
+
+def all_answered(walks: dict[str, Session]) -> None:
+    for name, session in walks.items():
+        wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
+
+
 def answered(session: Session, name: str) -> bool:
     return any(f"done {name}" in said for said in session.bot_texts())
 
@@ -117,15 +127,13 @@ def test_a_redis_answering_in_half_a_second_for_ten_seconds_stalls_no_turn(
     database = int(urlsplit(redis_url).path.lstrip("/") or 0)
     stack = start(tmp_path, slow_redis.url(database), fake_slack, fake_llm)
     try:
-        names = [f"walk {index}" for index in range(AT_ONCE)]
-        sessions = [Session(redis, fake_slack, name) for name in names]
-        wait_for(lambda: walks.asked_since(0) >= set(names), timeout=60, what="every turn's first step")
+        sessions = walking(redis, fake_slack)
+        wait_for(lambda: walks.asked_since(0) >= set(sessions), timeout=60, what="every turn's first step")
         with slow_redis.slow(SLOW_ANSWER_S):
             slowed_at = time.monotonic()
             hold(SLOW_FOR_S, lambda: len(walks.asked_since(slowed_at)) >= 2)
-        for session, name in zip(sessions, names, strict=True):
-            wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
-        assert all(session.state() == "idle" for session in sessions)
+        all_answered(sessions)
+        assert all(session.state() == "idle" for session in sessions.values())
         assert blocked_loop(stack) == []
     finally:
         stack.stop()
@@ -139,10 +147,7 @@ def test_a_tool_stuck_in_a_blocking_read_holds_up_no_other_turn_and_still_stops(
     try:
         stuck = Session(redis, fake_slack, "stuck on a pipe")
         wait_for(lambda: "mkfifo" in str(stuck.wire()), what="the stuck turn's shell call")
-        names = [f"walk {index}" for index in range(AT_ONCE - 1)]
-        sessions = [Session(redis, fake_slack, name) for name in names]
-        for session, name in zip(sessions, names, strict=True):
-            wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
+        all_answered(walking(redis, fake_slack, AT_ONCE - 1))
         assert stuck.state() == "running"
         answer = slash_command(stack, fake_slack, f"cancel {link(fake_slack, stuck.key)}")
         assert "Stopping" in answer
@@ -158,9 +163,8 @@ def test_a_card_written_over_for_two_seconds_while_it_is_composed_stalls_no_turn
     walks = Walks(fake_llm)
     stack = start(tmp_path, redis_url, fake_slack, fake_llm)
     try:
-        names = [f"walk {index}" for index in range(AT_ONCE)]
-        sessions = [Session(redis, fake_slack, name) for name in names]
-        contended = sessions[0]
+        sessions = walking(redis, fake_slack)
+        contended = sessions["walk 0"]
         wait_for(lambda: redis.exists(card_key(contended.key)), timeout=60, what="the first turn's card")
         rewrite = redis.register_script(
             "local card = redis.call('GET', KEYS[1]) "
@@ -169,9 +173,8 @@ def test_a_card_written_over_for_two_seconds_while_it_is_composed_stalls_no_turn
         contending_from = time.monotonic()
         while time.monotonic() - contending_from < CONTENDED_FOR_S:
             rewrite(keys=[card_key(contended.key)])  # every compose of this card sees it changed
-        assert walks.asked_since(contending_from) - {names[0]}, "other turns stepped meanwhile"
-        for session, name in zip(sessions, names, strict=True):
-            wait_for(lambda s=session, n=name: answered(s, n), timeout=120, what=f"the answer of {name}")
+        assert walks.asked_since(contending_from) - {"walk 0"}, "other turns stepped meanwhile"
+        all_answered(sessions)
         assert blocked_loop(stack) == []
     finally:
         stack.stop()

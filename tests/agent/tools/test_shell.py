@@ -6,6 +6,7 @@ The sandboxed shell (the default) is tested in test_shell_sandbox.py and tests/e
 import asyncio
 import contextlib
 import os
+import select
 import time
 from pathlib import Path
 
@@ -111,16 +112,18 @@ async def test_a_cancel_while_the_pipes_are_still_connecting_kills_what_the_comm
     a cancel then (a loaded loop makes it likely) used to kill only bash, leave the group alive,
     and wait for the orphan to close the pipes it held."""
     shell = Shell(sandbox=UNSANDBOXED)
-    params = ShellParams(command="sleep 60 & echo $! > child.pid; wait")
+    os.mkfifo(tmp_path / "started")
+    told = os.open(tmp_path / "started", os.O_RDONLY | os.O_NONBLOCK)
+    params = ShellParams(command="sleep 60 & echo $! > child.pid; echo > started; wait")
     running = asyncio.ensure_future(shell.run(params, ToolContext(workspace=tmp_path, signal=CancelSignal())))
     deadline = time.monotonic() + DEADLINE_S
     while not _spawned(b"child.pid"):  # one loop pass at a time: the pipes connect over several
         assert time.monotonic() < deadline, "the command was not spawned"
         await asyncio.sleep(0)
+    # Holding the loop, as load does, until the command says its child started.
+    assert select.select([told], [], [], DEADLINE_S)[0], "the command did not start its child"
+    os.close(told)
     child_pid = tmp_path / "child.pid"
-    while not (child_pid.exists() and child_pid.read_text().strip()):  # holding the loop, as load does
-        assert time.monotonic() < deadline, "the command did not start its child"
-        time.sleep(0.01)
     running.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(running, DEADLINE_S)

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 HEADER = """
-import os, sys, threading, time
+import os, sys, threading
 from gateway.processes.together import Forked, run_together
 """
 
@@ -30,7 +30,7 @@ def test_the_first_child_to_exit_gives_the_code_and_the_others_are_stopped(tmp_p
 
         def slow():
             open("slow.pid", "w").write(str(os.getpid()))
-            time.sleep(600)
+            threading.Event().wait()  # until stopped
             return 0
 
         sys.exit(run_together({"slow": slow, "quick": quick}, env={"WHO": "a child"}, stop_grace_s=5))
@@ -64,7 +64,7 @@ def test_started_may_start_threads_because_it_runs_once_the_children_are_forked(
             return 4
 
         def started():
-            threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+            threading.Thread(target=threading.Event().wait, daemon=True).start()
             open("started", "w").write("yes")
 
         sys.exit(run_together({"one": child, "two": child}, started=started))
@@ -78,7 +78,7 @@ def test_started_may_start_threads_because_it_runs_once_the_children_are_forked(
 def test_a_process_with_a_thread_refuses_to_fork(tmp_path: Path):
     done = run_script(
         """
-        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
         try:
             Forked(lambda: 0)
         except RuntimeError as refused:
