@@ -70,6 +70,8 @@ class Lease:
         self.lost = threading.Event()
         self.turn_wanted = False
         self.renewed_at = time.monotonic()  # when the last renewal that succeeded was sent
+        self.released = False  # given back by this process: a renewal crossing that finds no lease
+        self._releasing = threading.Lock()
         self._on_lost: list[Callable[[], None]] = []
 
     @classmethod
@@ -119,13 +121,21 @@ class Lease:
         """Give the session up unless input is waiting in the inbox (then keep it and go on)."""
         store = self.store
         keys = [store.lease_key, store.inbox_key, RUNNING_SESSIONS, turn_wanted_key(store.key)]
-        outcome = lua(store.redis, _RELEASE_IF_IDLE)(keys=keys, args=[self.token, str(store.key)])
-        if outcome == -1:
-            raise LeaseLost(str(store.key))
-        if outcome > 0:
+        with self._releasing:
+            outcome = lua(store.redis, _RELEASE_IF_IDLE)(keys=keys, args=[self.token, str(store.key)])
+            if outcome == -1:
+                raise LeaseLost(str(store.key))
+            self.released = outcome > 0
+        if self.released:
             self.stop_heartbeat()
         self.turn_wanted = outcome == 2
-        return bool(outcome > 0)
+        return self.released
+
+    def taken(self) -> bool:
+        """A renewal found no lease of ours: taken by another, unless this process released it,
+        whose release may have crossed the renewal (it holds `_releasing` until it says so)."""
+        with self._releasing:
+            return not self.released
 
     def hand_back(self) -> bool:
         """Give the session up. Input still waiting in the inbox is moved onto the wire first,
@@ -208,15 +218,10 @@ class LeaseKeeper:
 
     def tick(self) -> None:
         """Renew the leases due, in one round trip; lose those taken or in doubt."""
-        now = time.monotonic()
-        due = [
-            lease
-            for lease in self.held()
-            if now - lease.renewed_at >= lease.ttl_ms / 1000 / HEARTBEATS_PER_TTL
-        ]
+        due = self.due()
         if due and self._alive():
             try:
-                self._renew(due, now)
+                self.renew(due)
             except Exception:  # Redis away: a lease not renewed for half its TTL is lost below
                 log.warning("could not renew %d lease(s)", len(due), exc_info=True)
         for lease in self.held():
@@ -224,7 +229,16 @@ class LeaseKeeper:
                 self.drop(lease)
                 lease.lose()
 
-    def _renew(self, due: list[Lease], sent_at: float) -> None:
+    def due(self) -> list[Lease]:
+        now = time.monotonic()
+        return [
+            lease
+            for lease in self.held()
+            if now - lease.renewed_at >= lease.ttl_ms / 1000 / HEARTBEATS_PER_TTL
+        ]
+
+    def renew(self, due: list[Lease]) -> None:
+        sent_at = time.monotonic()
         by_client: dict[int, list[Lease]] = {}
         for lease in due:
             by_client.setdefault(id(lease.store.redis), []).append(lease)
@@ -237,7 +251,7 @@ class LeaseKeeper:
             for lease, renewed in zip(leases, pipe.execute(raise_on_error=False), strict=True):
                 if renewed == 1:
                     lease.renewed_at = sent_at
-                elif renewed == 0:
+                elif renewed == 0 and lease.taken():
                     with bound(**session_fields(lease.store.key)):
                         log.error("lost the lease of %s; the turn stops writing", lease.store.key)
                     self.drop(lease)

@@ -84,3 +84,18 @@ def test_a_redis_that_does_not_answer_loses_the_lease_once_half_its_ttl_passed(r
     lease.renewed_at -= TTL_MS / 1000
     keeper.tick()
     assert told == ["stop"] and lease not in keeper.held()
+
+
+def test_a_renewal_that_crosses_the_turns_own_release_is_no_loss(redis: Redis) -> None:
+    """The keeper found the lease due; before its renewal reached Redis the turn ended and gave
+    the session back. The renewal finds no lease: that is the release, not another worker."""
+    keeper = LeaseKeeper()
+    lease = due(acquired(redis, 3))
+    told: list[str] = []
+    lease.on_lost(lambda: told.append("stop"))
+    keeper.hold(lease)
+    found_due = keeper.due()
+    assert lease.release_if_idle()
+    keeper.renew(found_due)
+    assert told == [] and not lease.lost.is_set()
+    assert not redis.exists(lease.store.lease_key)
