@@ -195,6 +195,7 @@ OVERRIDDEN = {
     "set_state",
     "request_stop_execution",
     "unsubscribe",
+    "heartbeat",
 }
 # Signatures in rq 3.0.0: of each overridden method, and of the public methods the async perform
 # and the dequeue override call.

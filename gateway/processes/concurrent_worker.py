@@ -10,7 +10,11 @@ calls). Each override fills one gap of RQ's, said on its first line:
   meanwhile), dequeues in rounds and returns None once stopping and drained.
 - `request_stop` starts the drain and never raises from the handler (a job popped as the stop
   comes still runs; a turn hands itself back at once); a second signal is the crash path.
-- `set_state` keeps the worker BUSY while any execution runs.
+- `set_state` keeps the worker BUSY while any execution runs, and writes a state only when it
+  changed.
+- `heartbeat` beats at most every `HEARTBEAT_S` outside a pipeline: RQ beats before and after
+  every job it takes (three round trips each time), written for one job at a time; with hundreds
+  running, that was a third of a delivery worker's Redis traffic, for a key whose TTL is minutes.
 - `request_stop_execution` also cancels that job's turn.
 - `unsubscribe` leaves RQ's pub/sub thread at once. RQ 3.0 joins that thread with `timeout=1`,
   but first calls redis-py's `PubSubWorkerThread.stop()`, which in redis-py 8.2 itself joins it
@@ -65,7 +69,7 @@ log = logging.getLogger(__name__)
 # What a stopping worker keeps of WORKER_DRAIN_SECONDS to hand its turns back after their tools
 # stopped, so it exits before its supervisor kills it.
 HAND_BACK_S = 2.0
-SLOT_WAIT_S = 5.0  # a worker waiting for a free slot heartbeats this often
+HEARTBEAT_S = 5.0  # a worker's key (TTL: worker_ttl + 60 s) is renewed this often, busy or waiting
 DEQUEUE_ROUND_S = 2  # a dequeue waits this long for a job before it looks at `stopping` again
 WAKE_S = 0.5  # how often a waiting main thread looks at `stopping` and its jobs
 PUBSUB_STOP_WAIT_S = 0.05
@@ -107,6 +111,8 @@ class ConcurrentWorker(SimpleWorker):
         self._changed = threading.Condition()  # a job of this worker object ended
         self._performing: dict[concurrent.futures.Future[None], str] = {}  # -> its execution id
         self._sessions: dict[str, str] = {}  # execution id -> the job's session key
+        self._beat_at = -HEARTBEAT_S  # monotonic time of the last heartbeat outside a pipeline
+        self._state_written: str | None = None
 
     # -- RQ's methods, each filling a gap --------------------------------------------------
 
@@ -130,14 +136,11 @@ class ConcurrentWorker(SimpleWorker):
     ) -> tuple[Job, Queue] | None:
         # RQ gap: waiting for capacity before popping a job, and a warm stop that does not raise
         # inside a dequeue (None ends RQ's work loop).
-        beat_at = time.monotonic() + SLOT_WAIT_S
         while not self.host.take_slot(WAKE_S):
             if self.stopping:
                 self._drain()
                 return None
-            if time.monotonic() >= beat_at:
-                self.heartbeat()
-                beat_at = time.monotonic() + SLOT_WAIT_S
+            self.heartbeat()
         idle_since = time.monotonic()
         while True:
             if self.stopping:
@@ -185,7 +188,18 @@ class ConcurrentWorker(SimpleWorker):
         # RQ gap: staying BUSY while several executions run (RQ sets IDLE before each dequeue).
         if state == WorkerStatus.IDLE and self.executions:
             state = WorkerStatus.BUSY
+        if pipeline is None and state == self._state_written:
+            return
         super().set_state(state, pipeline)
+        self._state_written = state  # RQ executes its pipelines at once
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        # RQ gap: RQ beats around every job it takes, as if it ran one at a time.
+        if pipeline is None and time.monotonic() - self._beat_at < HEARTBEAT_S:
+            return
+        super().heartbeat(timeout, pipeline)
+        if pipeline is None:
+            self._beat_at = time.monotonic()
 
     def request_stop_execution(self, execution_id: str) -> None:
         # RQ gap: stopping one of several executions of a non-forking worker (kill_horse is a no-op).

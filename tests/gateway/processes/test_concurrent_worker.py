@@ -231,6 +231,50 @@ def test_the_worker_leaves_in_redis_what_rqs_simple_worker_leaves(
     assert ours == rqs
 
 
+class Monitored(threading.Thread):
+    """The commands Redis runs, as MONITOR reports them, until `end()`."""
+
+    END = "tests:monitor-end"
+
+    def __init__(self, redis: Redis) -> None:
+        super().__init__(daemon=True)
+        self.redis = redis
+        self.commands: list[str] = []
+        self.listening = threading.Event()
+
+    def run(self) -> None:
+        with self.redis.monitor() as monitor:
+            self.listening.set()
+            for seen in monitor.listen():
+                if self.END in seen["command"]:
+                    return
+                self.commands.append(seen["command"])
+
+    def end(self) -> list[str]:
+        self.redis.echo(self.END)
+        self.join(timeout=10)
+        return self.commands
+
+
+def test_a_worker_running_many_jobs_beats_in_the_round_trips_it_makes_anyway(
+    redis: Redis, redis_url: str
+) -> None:
+    jobs = Queue("beats", connection=redis)
+    for _ in range(40):
+        jobs.enqueue(f"{HERE}.mark_done", redis_url, result_ttl=0)
+    worker = ConcurrentWorker([jobs], connection=redis, concurrency=8, turn_host=TurnHost())
+    monitored = Monitored(redis)
+    monitored.start()
+    monitored.listening.wait(timeout=10)
+    worker.work(burst=True)
+    beats = [c for c in monitored.end() if c.startswith(f"HSET {worker.key} last_heartbeat")]
+    assert redis.get(DONE) == b"40"
+    # Each job: a beat in RQ's pipeline that starts it and in its suspension check's, and three
+    # more of their own round trip (before and after the dequeue, after the job), which the
+    # worker sends at most every HEARTBEAT_S.
+    assert len(beats) <= 2 * 40 + 3, len(beats)
+
+
 # -- stopping ------------------------------------------------------------------------------
 
 
