@@ -14,7 +14,10 @@ With `--heavy N`, the first N turns first `grep` a workspace of 40 MB of text (C
 the worker process while the others wait on the model), to show it does not delay the others'
 heartbeats. With `--tool-steps N`, each turn runs `list_dir` N times before it answers, so cards,
 live steps and tool results flow while the others wait. The turns share one event loop; the
-worker logs its longest stall as it stops.
+worker logs its longest stall as it stops. Where the time beyond the model's goes is split in
+two: from the mention to the turn's first model request (the fake model notes when each
+arrives), and from the model's last answer to the answer in the thread. Leases the worker
+logged as lost are counted: nothing takes one in this run, so any is a false alarm.
 """
 
 from __future__ import annotations
@@ -49,10 +52,15 @@ SAMPLE_S = 0.05
 HEAVY_FILES, HEAVY_FILE_BYTES = 40, 1_000_000
 
 
-def model(delay_s: float, tool_steps: int = 0):  # type: ignore[no-untyped-def]
+def model(delay_s: float, tool_steps: int = 0, asked: dict[str, list[float]] | None = None):  # type: ignore[no-untyped-def]
+    """The fake model's answers; `asked` gets, per "job N", when each of its requests arrived."""
+
     def reply(body: dict) -> Reply:
         heavy = "[heavy]" in str(body["messages"])
         results = sum(m["role"] == "tool" for m in body["messages"])
+        job = re.search(r"job \d+", str(body["messages"]))
+        if asked is not None and job:
+            asked.setdefault(job.group(), []).append(time.time())
         if heavy and not results:
             return calls(("g1", "grep", {"pattern": "no such needle", "path": "."}))
         if results < tool_steps:  # tool events flow: cards, live steps, tool results
@@ -130,7 +138,8 @@ def main() -> None:
     redis = Redis.from_url(args.redis)
     redis.flushdb()
     slack = FakeSlack(bot_token=BOT_TOKEN).start()
-    llm = FakeLLM(default=model(args.model_s, args.tool_steps)).start()
+    asked: dict[str, list[float]] = {}
+    llm = FakeLLM(default=model(args.model_s, args.tool_steps, asked)).start()
     ttl_ms = int(Settings().LEASE_TTL_SECONDS * 1000)
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="").start(workers=0)
@@ -171,10 +180,13 @@ def main() -> None:
         finally:
             stack.stop()
             stall_s = longest_loop_stall(stack.log("worker"))
+            leases_lost = stack.log("worker").count("lost the lease of")
     slack.stop()
     llm.stop()
     report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
+    report_stages(args, [r["ts"] for r in roots], sent, asked, answered)
     print(f"longest stall of the worker's turn event loop: {stall_s} (logged by the worker as it stops)")
+    print(f"leases the worker logged as lost: {leases_lost} (target 0: none is taken in this run)")
 
 
 def longest_loop_stall(worker_log: str) -> str:
@@ -209,6 +221,24 @@ def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
         f"longest lease renewal gap: {sampler.longest_gap_ms / 1000:.2f} s (target < LEASE_TTL_SECONDS/3 = "
         f"{limit / 1000:.2f} s: {'met' if sampler.longest_gap_ms < limit else 'MISSED'})"
     )
+
+
+def report_stages(args, threads, sent, asked, answered) -> None:  # type: ignore[no-untyped-def]
+    """Where the time beyond the model's went: before the first model request, and after the last answer."""
+    before, after = [], []
+    for index, ts in enumerate(threads):
+        requests = asked.get(f"job {index}")
+        if requests and ts in sent:
+            before.append(requests[0] - sent[ts])
+        if requests and ts in answered:
+            after.append(answered[ts] - requests[-1] - args.model_s)
+
+    def spread(values: list[float]) -> str:
+        values = sorted(values)
+        return f"p50 {statistics.median(values):.2f} s, p99 {values[int(len(values) * 0.99) - 1]:.2f} s"
+
+    if before and after:
+        print(f"mention → first model request: {spread(before)}; model's answer → posted: {spread(after)}")
 
 
 if __name__ == "__main__":
