@@ -50,12 +50,12 @@ def _streamed_text(args: dict[str, Any]) -> str:
     return str(args.get("markdown_text") or "") + "".join(pieces)
 
 
-def wait_until(check: Callable[[], object], timeout_s: float, what: str) -> bool:
-    """Poll `check` until it holds or `timeout_s` passes (said, with `what`, and False)."""
+def wait_until(check: Callable[[], object], timeout_s: float, what: str, poll_s: float = POLL_S) -> bool:
+    """Poll `check` every `poll_s` until it holds or `timeout_s` passes (said, with `what`, and False)."""
     deadline = time.monotonic() + timeout_s
     while not check():
         if time.monotonic() > deadline:
             print(f"  (gave up waiting for {what} after {timeout_s:g} s)")
             return False
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
     return True
