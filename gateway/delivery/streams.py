@@ -56,7 +56,19 @@ POST_CHARS = CHUNK_CHARS  # an answer written whole by now, this short, is poste
 APPEND_EVERY_S = 1.0  # chat.appendStream is Tier 4 (100+/min per workspace): ~1 a second a stream
 REFUSED_NOTE = "streaming:refused"  # ledger note: Slack refused streaming here (the error code)
 # Slack cannot stream into this conversation: the session falls back to the card and one post.
-REFUSED = frozenset({"method_not_supported_for_channel_type", "channel_type_not_supported", "unknown_method"})
+# For a person of another organisation (Slack Connect) Slack does not find the recipient named
+# with the host workspace's team (user_not_found), and one it cannot name at all (a workflow's
+# mention) is missing_recipient_*: retrying the same stream cannot help either.
+REFUSED = frozenset(
+    {
+        "method_not_supported_for_channel_type",
+        "channel_type_not_supported",
+        "unknown_method",
+        "user_not_found",
+        "missing_recipient_team_id",
+        "missing_recipient_user_id",
+    }
+)
 CLOSED = frozenset({"message_not_in_streaming_state"})  # Slack stopped the stream (idle or too long)
 Unsent = tuple[int, str, list[dict[str, Any]]]  # characters shown, the next piece, the changed tasks
 CUT_OFF = "\n\n_(cut off: the model was asked again)_"

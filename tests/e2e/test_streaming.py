@@ -135,3 +135,27 @@ def test_where_slack_refuses_streaming_the_card_and_one_post_answer(make_stack, 
     assert not any(m.get("tasks") is not None for m in messages)
     card = next(m for m in messages if "echo hi" in shown(m))
     assert float(card["ts"]) < float(answer["ts"]) and shown(answer) == ANSWER
+
+
+def test_a_slack_connect_person_gets_the_answer_posted_when_slack_will_not_stream_to_them(
+    make_stack, fake_slack, fake_llm, redis
+):
+    """Streaming names the host workspace as the recipient's team; for a person of another
+    organisation Slack answers user_not_found. The answer is posted instead, once."""
+    stack = make_stack(SLACK_ALLOW_EXTERNAL="true", **STREAMING)
+    fake_slack.add_external_user("W666", team="T999")
+    fake_llm.script(
+        Reply(text="Checking first.", tool_calls=[("c1", "shell", '{"command": "echo hi"}')]),
+        Reply(text=ANSWER),
+    )
+    root = fake_slack.add_user_message("C111", "<@UBOT0001> what is in the workspace?", user="W666")
+    assert (
+        stack.send_event(mention("what is in the workspace?", ts=root["ts"], user="W666")).status_code == 200
+    )
+    key = SessionKey(team="T111", channel="C111", thread_ts=root["ts"])
+    answer = answered(fake_slack, key, ANSWER)
+
+    wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
+    assert [c.outcome for c in fake_slack.calls("chat.startStream")] == ["user_not_found"]
+    texts = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
+    assert sum(ANSWER in t for t in texts) == 1 and shown(answer) == ANSWER

@@ -5,7 +5,8 @@ with each append (`markdown_text`, or `markdown_text` chunks), its task updates 
 in `tasks` (the newest status of each, in first-seen order) and its calls are counted in
 `appends`. Stopping it keeps what it shows and may add blocks (shown under the streamed text,
 which becomes a markdown block) and metadata. A test refuses
-streaming in a channel with `SlackState.streaming_refused` ("*" for every channel).
+streaming in a channel with `SlackState.streaming_refused` ("*" for every channel); a stream
+for a person of another organisation named with the wrong team is refused as Slack does.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def start_stream(state: SlackState, args: Args) -> dict[str, Any]:
     if channel in state.streaming_refused or "*" in state.streaming_refused:
         raise SlackError("method_not_supported_for_channel_type")
     if channel[0] in "CG":  # streaming into a channel names who it answers
-        _required(args, "recipient_user_id"), _required(args, "recipient_team_id")
+        _recipient(state, _required(args, "recipient_user_id"), _required(args, "recipient_team_id"))
     if args.get("task_display_mode", "timeline") not in DISPLAY_MODES:
         raise SlackError("invalid_arguments:task_display_mode")
     text, tasks = _content(args, required=False)
@@ -51,6 +52,15 @@ def start_stream(state: SlackState, args: Args) -> dict[str, Any]:
         _grow(message, text, tasks)
         state.store(message)
     return {"channel": channel, "ts": message["ts"]}
+
+
+def _recipient(state: SlackState, user: str, team: str) -> None:
+    """A person of another organisation (Slack Connect, `add_external_user`) is found only in
+    their own team: named with the host workspace, Slack answers user_not_found."""
+    with state.lock:
+        declared = state.users.get(user, {})
+    if "team_id" in declared and declared["team_id"] != team and "enterprise_user" not in declared:
+        raise SlackError("user_not_found")
 
 
 def append_stream(state: SlackState, args: Args) -> dict[str, Any]:
