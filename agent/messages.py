@@ -24,10 +24,19 @@ class TextPart(_Frozen):
     text: str
 
 
+ReasoningField = Literal["reasoning_content", "reasoning", "think_tags"]
+
+
 class ThinkPart(_Frozen):
+    """The model's reasoning. `field` is where the provider put it, so it goes back the same way
+    (None: `reasoning_content`, as recorded before providers were told apart); `details` are
+    OpenRouter's `reasoning_details`, which go back unmodified."""
+
     type: Literal["think"] = "think"
     think: str
     encrypted: str | None = None
+    field: ReasoningField | None = None
+    details: list[dict[str, Any]] | None = None
 
 
 class MediaURL(_Frozen):

@@ -18,11 +18,13 @@ from agent.messages import (
     ContentPart,
     ImageURLPart,
     Message,
+    ReasoningField,
     TextPart,
     ThinkPart,
     ToolCall,
     VideoURLPart,
 )
+from agent.model._think_tags import split_think_tags
 
 EMPTY_ARGUMENTS = "{}"  # providers require a string; a call the model sent without arguments
 # In place of an image, for a model that cannot see one (it refuses the whole request otherwise).
@@ -35,7 +37,8 @@ def to_openai_messages(
     """`vision=False`: images already in the history (shared while the model could see them)
     go as a note saying so, so the conversation goes on."""
     wire = [{"role": "system", "content": system}] if system else []
-    thinking = any(_reasoning(message) is not None for message in messages if message.role == "assistant")
+    fields = [_think(m)[1] for m in messages if m.role == "assistant" and _think(m)[0] is not None]
+    thinking = bool(fields) and fields[-1] == "reasoning_content"
     turn_start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
     for index, message in enumerate(messages):
         if message.role == "assistant":
@@ -58,22 +61,37 @@ def _to_openai(message: Message, vision: bool) -> dict[str, Any]:
 def _assistant(message: Message, *, thinking: bool = False, in_turn: bool = True) -> dict[str, Any]:
     text = "".join(part.text for part in message.content if isinstance(part, TextPart))
     entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-    reasoning = _reasoning(message)
+    reasoning, field, details = _think(message)
     if message.tool_calls and thinking and reasoning is None:
         reasoning = ""
-    if not message.tool_calls and not in_turn:
-        reasoning = None
-    if reasoning is not None:
-        entry["reasoning_content"] = reasoning
+    if message.tool_calls or in_turn:
+        entry.update(_reasoning_back(reasoning, field, details))
     if message.tool_calls:
         entry["tool_calls"] = [_tool_call(call) for call in message.tool_calls]
     return entry
 
 
-def _reasoning(message: Message) -> str | None:
-    """The message's reasoning (possibly empty), or None when the model sent none."""
-    thinks = [part.think for part in message.content if isinstance(part, ThinkPart)]
-    return "".join(thinks) if thinks else None
+def _think(message: Message) -> tuple[str | None, ReasoningField, list[dict[str, Any]]]:
+    """The message's reasoning (possibly empty; None when the model sent none), the field it
+    came in, and OpenRouter's details of it."""
+    thinks = [part for part in message.content if isinstance(part, ThinkPart)]
+    if not thinks:
+        return None, "reasoning_content", []
+    details = [detail for part in thinks for detail in part.details or []]
+    return "".join(part.think for part in thinks), thinks[0].field or "reasoning_content", details
+
+
+def _reasoning_back(
+    reasoning: str | None, field: ReasoningField, details: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Reasoning as the provider that wrote it takes it back: OpenRouter's details unmodified,
+    else in the field it came in; reasoning written in <think> tags is not sent (those models'
+    templates drop it)."""
+    if details:
+        return {"reasoning_details": details}
+    if reasoning is None or field == "think_tags":
+        return {}
+    return {field: reasoning}
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
@@ -106,14 +124,42 @@ def _part(part: ContentPart) -> dict[str, Any] | None:
 def from_openai_message(choice_message: dict[str, Any]) -> Message:
     """An assistant message from a completion's `choices[0].message`."""
     content: list[ContentPart] = []
-    reasoning = choice_message.get("reasoning_content")
-    if isinstance(reasoning, str):  # kept even when empty: thinking providers want it back
-        content.append(ThinkPart(think=reasoning))
     text = choice_message.get("content")
-    if isinstance(text, str) and text:
+    tagged, text = split_think_tags(text) if isinstance(text, str) else (None, "")
+    name, reasoning = reasoning_in(choice_message)
+    details = [d for d in choice_message.get("reasoning_details") or [] if isinstance(d, dict)]
+    think = think_part(reasoning if name else None, name, details, tagged)
+    if think is not None:
+        content.append(think)
+    if text:
         content.append(TextPart(text=text))
     calls = [
         ToolCall(id=call["id"], name=call["function"]["name"], arguments=call["function"].get("arguments"))
         for call in choice_message.get("tool_calls") or []
     ]
     return Message(role="assistant", content=content, tool_calls=calls)
+
+
+def reasoning_in(message: dict[str, Any]) -> tuple[ReasoningField | None, str]:
+    """The reasoning a message or delta carries and its field: `reasoning_content` (Kimi,
+    DeepSeek, older vLLM) or `reasoning` (vLLM, Ollama, OpenRouter, Groq); one that sends both
+    sends the same text twice."""
+    for name in ("reasoning_content", "reasoning"):
+        value = message.get(name)
+        if isinstance(value, str):
+            return name, value
+    return None, ""
+
+
+def think_part(
+    reasoning: str | None, field: ReasoningField | None, details: list[dict[str, Any]], tagged: str | None
+) -> ThinkPart | None:
+    """The answer's reasoning, from whichever of the provider's forms it came in; kept even when
+    empty, since thinking providers want it back (openai_format)."""
+    if reasoning is None and tagged is not None:
+        reasoning, field = tagged, "think_tags"
+    if reasoning is None and details:
+        reasoning = "".join(str(d.get("text") or d.get("summary") or "") for d in details)
+    if reasoning is None:
+        return None
+    return ThinkPart(think=reasoning, field=field, details=details or None)

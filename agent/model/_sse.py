@@ -11,7 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.messages import ContentPart, Message, TextPart, ThinkPart, ToolCall
+from agent.messages import ContentPart, Message, ReasoningField, TextPart, ToolCall
+from agent.model._openai_format import reasoning_in, think_part
+from agent.model._think_tags import ThinkTags
 from agent.model._usage import usage_in_chunk
 from agent.model.base import ModelResponse, StreamListener, Usage
 from agent.model.errors import MalformedResponseError, RetryableModelError
@@ -35,7 +37,9 @@ class StreamAssembler:
     listener: StreamListener | None = None
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    thinking: bool = False  # the model sent `reasoning_content`, even only empty strings
+    reasoning_field: ReasoningField | None = None  # where the model sent reasoning, even only empty strings
+    details: dict[int, dict[str, Any]] = field(default_factory=dict)  # OpenRouter's, by index
+    tags: ThinkTags = field(default_factory=ThinkTags)
     drafts: dict[int, _CallDraft] = field(default_factory=dict)
     announced: int = 0
     finish_reason: str | None = None
@@ -67,16 +71,22 @@ class StreamAssembler:
                 self.finish_reason = choice["finish_reason"]
 
     def _feed_delta(self, delta: dict[str, Any]) -> None:
-        if delta.get("content"):
-            self.text.append(delta["content"])
-            if self.listener is not None:
-                self.listener.on_text(delta["content"])
-        reasoning = delta.get("reasoning_content")
-        if isinstance(reasoning, str):
-            self.thinking = True
+        if isinstance(delta.get("content"), str):
+            self._feed_text(self.tags.feed(delta["content"]))
+        name, reasoning = reasoning_in(delta)
+        if name is not None:
+            self.reasoning_field = self.reasoning_field or name
             self.reasoning.append(reasoning)
+        for item in delta.get("reasoning_details") or []:
+            _merge_detail(self.details, item)
         for item in delta.get("tool_calls") or []:
             self._feed_call(item)
+
+    def _feed_text(self, text: str) -> None:
+        if text:
+            self.text.append(text)
+            if self.listener is not None:
+                self.listener.on_text(text)
 
     def _feed_call(self, item: dict[str, Any]) -> None:
         index = item.get("index", len(self.drafts))
@@ -104,6 +114,7 @@ class StreamAssembler:
     def finish(self) -> ModelResponse:
         if not self.done and self.finish_reason is None:
             raise RetryableModelError("the model's stream was cut before it finished", cause="stream_cut")
+        self._feed_text(self.tags.finish())
         for position in sorted(self.drafts):
             if position >= self.announced:
                 self._announce(position)
@@ -114,8 +125,28 @@ class StreamAssembler:
 
     def _message(self, calls: list[ToolCall]) -> Message:
         content: list[ContentPart] = []
-        if self.thinking:  # kept even when empty: thinking providers want it back (openai_format)
-            content.append(ThinkPart(think="".join(self.reasoning)))
+        think = think_part(
+            "".join(self.reasoning) if self.reasoning_field else None,
+            self.reasoning_field,
+            [self.details[index] for index in sorted(self.details)],
+            "".join(self.tags.reasoning) if self.tags.found else None,
+        )
+        if think is not None:
+            content.append(think)
         if self.text:
             content.append(TextPart(text="".join(self.text)))
         return Message(role="assistant", content=content, tool_calls=calls)
+
+
+def _merge_detail(details: dict[int, dict[str, Any]], item: Any) -> None:
+    """A streamed `reasoning_details` entry: pieces of one index make one entry, their texts
+    joined and the last signature kept."""
+    if not isinstance(item, dict):
+        return
+    index = item.get("index", len(details))
+    merged = details.setdefault(index, {})
+    for key, value in item.items():
+        if key in ("text", "summary", "data") and isinstance(value, str):
+            merged[key] = merged.get(key, "") + value
+        elif value is not None or key not in merged:
+            merged[key] = value

@@ -108,7 +108,7 @@ def test_a_thinking_models_empty_reasoning_goes_back_with_its_tool_call(stream: 
         model = OpenAICompatibleModel(fake.base_url, "m", stream=stream)
         fake.script(calls(("c1", "ls", {})), text("done"))
         history = _tool_turn(model, fake)
-        assert history[1].content == [ThinkPart(think="")]
+        assert history[1].content == [ThinkPart(think="", field="reasoning_content")]
         assert asyncio.run(model.complete(request(*history))).message.text() == "done"
         assert fake.accepted()[1]["messages"][2]["reasoning_content"] == ""
     finally:
