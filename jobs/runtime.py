@@ -11,7 +11,7 @@ from redis import BlockingConnectionPool, Redis
 from agent.model.base import ChatModel
 from agent.model.connections import ConnectionPool
 from agent.model.demo import DemoModel
-from agent.model.openai import OpenAICompatibleModel
+from agent.model.openai import OpenAICompatibleModel, takes_prompt_cache_key
 from agent.model.retrying import RetryingModel
 from jobs import metrics
 from jobs.settings import Settings
@@ -64,6 +64,7 @@ def build_model(config: Settings) -> ChatModel:
         extra_body=config.LLM_EXTRA_BODY,
         http2=config.LLM_HTTP2,
         vision=config.LLM_VISION,
+        prompt_cache_key=takes_prompt_cache_key(config.LLM_BASE_URL),
     )
     return RetryingModel(MeteredModel(client), on_retry=metrics.model_retried)
 

@@ -68,6 +68,17 @@ from agent.wire import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# A provider's finish reasons for an answer the output limit (max_tokens) cut short.
+CUT_FINISH_REASONS = frozenset({"length", "max_tokens"})
+CUT_ANSWER_NOTE = "\n\n_(cut off: the model reached its output limit)_"
+CUT_CALL_TEXT = (
+    "Not run: your message was cut off by the output limit while you wrote this call to {name}, "
+    "so its arguments may be incomplete. Send it again, smaller (write a large file in parts)."
+)
+CUT_TWICE_TEXT = (
+    "The model's answer was cut off by its output limit twice in a row, in the middle of tool "
+    "calls; none of them ran. Reply in the thread to continue, or raise the model's output limit."
+)
 MAX_STEPS_TEXT = (
     "Turn exceeded max_steps_per_turn={n}; stopped before another model call. "
     "Reply in the thread to continue."
@@ -83,6 +94,7 @@ class LoopConfig:
     max_steps_per_turn: int = 50
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     deadline_s: float | None = None  # the turn's time limit; None: no limit of its own
+    cache_key: str | None = None  # the conversation's, on every request (ModelRequest.cache_key)
 
 
 class Loop:
@@ -126,6 +138,7 @@ class Loop:
             request_overhead=estimate_request_overhead(system_prompt, tool_declarations),
         )
         self._seen_ids = seen_call_ids(folder.history)
+        self._cut_in_a_row = 0  # steps whose calls the output limit cut, one after another
 
     # -- the turn ---------------------------------------------------------------------
 
@@ -185,9 +198,13 @@ class Loop:
         )
         if self.live is not None:
             self.live.written(step, response.message.text(), calls)
+        cut = response.finish_reason in CUT_FINISH_REASONS
         if not calls:
             await self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)
-            return response.message.text()
+            return response.message.text() + (CUT_ANSWER_NOTE if cut else "")
+        if cut:
+            return await self._refuse_cut_calls(step_uuid, turn_id, step, calls, usage)
+        self._cut_in_a_row = 0
         parked = self.needs_approval(calls, self.signal)
         if parked:
             await self.sink.park(step_uuid, parked)
@@ -241,10 +258,27 @@ class Loop:
         if repair is not None:
             await self.sink.repaired(step, repair)
         return ModelRequest.model_construct(
-            messages=messages, system=self.system_prompt, tools=self.tool_declarations, max_output_tokens=None
+            messages=messages,
+            system=self.system_prompt,
+            tools=self.tool_declarations,
+            max_output_tokens=None,
+            cache_key=self.config.cache_key,
         )
 
     # -- tools --------------------------------------------------------------------------
+
+    async def _refuse_cut_calls(
+        self, step_uuid: str, turn_id: str, step: int, calls: list[ToolCall], usage: dict[str, Any]
+    ) -> TurnOutcome | None:
+        """The output limit cut the answer while it wrote its calls: none runs (the arguments may
+        be incomplete, and a truncated write is still valid JSON); the model is told and may try
+        again, smaller, once."""
+        self.reporter.report(ToolCallsStarted(step, calls))
+        for call in calls:
+            await self._record_result(step_uuid, call, error_result(CUT_CALL_TEXT.format(name=call.name)))
+        await self._end_step(step_uuid, turn_id, step, "length", usage)
+        self._cut_in_a_row += 1
+        return TurnOutcome("failed", error=CUT_TWICE_TEXT, steps=step) if self._cut_in_a_row > 1 else None
 
     async def _run_batch(
         self, step_uuid: str, step: int, calls: list[ToolCall], approver: Approver | None

@@ -18,6 +18,9 @@ class ModelRequest(BaseModel):
     system: str | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list)  # OpenAI "function" tool declarations
     max_output_tokens: int | None = None
+    # The same for every request of one conversation: a provider that routes by it (OpenAI's
+    # `prompt_cache_key`) serves the shared prefix from its cache more often.
+    cache_key: str | None = None
 
 
 class Usage(BaseModel):

@@ -38,6 +38,11 @@ class RetryableModelError(ModelError):
         self.cause = cause
 
 
+class QuotaExhaustedError(ModelError):
+    """The account's quota or credit is used up (OpenAI's and Kimi's 429 that says so, 402):
+    waiting does not help, so it is not retried."""
+
+
 class ContextOverflowError(ModelError):
     """The request did not fit the model's context window."""
 

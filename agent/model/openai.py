@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -18,16 +19,30 @@ from agent.model.errors import (
     ContextOverflowError,
     MalformedResponseError,
     ModelHTTPError,
+    QuotaExhaustedError,
     RetryableModelError,
     RetryCause,
     StructureRejectedError,
 )
-from agent.redaction import http_error_summary, redact_text
+from agent.redaction import error_codes, http_error_summary, redact_text
 
 REQUEST_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 # Loading the CA bundle costs ~40 ms; do it once per process (before RQ forks), not per request.
 _SSL_CONTEXT = httpx.create_ssl_context()
-_OVERFLOW_MARKERS = ("context_length", "context length", "maximum context", "too many tokens", "token limit")
+# How providers say a prompt is over the context window: OpenAI, DeepSeek, vLLM, OpenRouter and
+# Groq ("maximum context length", `context_length_exceeded`), Kimi ("token limit", "Input token
+# length too long"), Ollama ("longer than the context length"), Anthropic ("prompt is too long").
+_OVERFLOW_MARKERS = (
+    "context_length",
+    "context length",
+    "maximum context",
+    "too many tokens",
+    "token limit",
+    "token length",
+    "prompt is too long",
+)
+# Codes of a used-up quota or credit, which a 429 may carry too (OpenAI, Kimi); 402 says it alone.
+_QUOTA_CODES = frozenset({"insufficient_quota", "exceeded_current_quota_error"})
 DRAIN_AFTER_DONE_S = 0.2  # the body ends right after [DONE]; a longer wait would delay the answer
 _LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 _STRUCTURE_MARKERS = ("tool_call", "tool call", "tool_calls", "tool message", "role", "messages")
@@ -37,7 +52,9 @@ class OpenAICompatibleModel:
     """Speaks chat completions. `pool` decides which connections a call uses (connections.py);
     `extra_body` is merged over every request body (provider-specific fields, LLM_EXTRA_BODY);
     `http2` offers HTTP/2 in the TLS handshake (ALPN), kept only where the provider accepts it;
-    `vision=False` sends images in the history as a note (the model would refuse the request)."""
+    `vision=False` sends images in the history as a note (the model would refuse the request);
+    `prompt_cache_key` sends a request's `cache_key` as such (only OpenAI documents the field:
+    `takes_prompt_cache_key`; a stricter provider could refuse a field it does not know)."""
 
     def __init__(
         self,
@@ -52,6 +69,7 @@ class OpenAICompatibleModel:
         extra_body: dict[str, Any] | None = None,
         http2: bool = False,
         vision: bool = True,
+        prompt_cache_key: bool = False,
     ) -> None:
         self.name = model
         self._base_url = base_url.rstrip("/") + "/"
@@ -63,6 +81,7 @@ class OpenAICompatibleModel:
         self._extra_body = extra_body or {}
         self._http2 = http2
         self._vision = vision
+        self._prompt_cache_key = prompt_cache_key
         self._endpoint = (self._base_url, api_key, repr(timeout), id(transport), http2)
 
     async def complete(self, request: ModelRequest, listener: StreamListener | None = None) -> ModelResponse:
@@ -108,6 +127,8 @@ class OpenAICompatibleModel:
             body["tools"] = request.tools
         if request.max_output_tokens:
             body[self._output_limit_field()] = request.max_output_tokens
+        if self._prompt_cache_key and request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         return merged(body, self._extra_body)
 
     def _output_limit_field(self) -> str:
@@ -124,6 +145,12 @@ class OpenAICompatibleModel:
             limits=limits,
             http2=self._http2,
         )
+
+
+def takes_prompt_cache_key(base_url: str) -> bool:
+    """Whether the endpoint documents `prompt_cache_key`: OpenAI's own API (Kimi, DeepSeek, Groq
+    and vLLM cache by prefix with no key; OpenRouter and Anthropic document none)."""
+    return urlsplit(base_url).hostname == "api.openai.com"
 
 
 def merged(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +184,10 @@ def raise_for_status(response: httpx.Response) -> None:
         return
     body = response.text
     lowered = body.lower()
+    if status == 402 or (status == 429 and _QUOTA_CODES & set(error_codes(body))):
+        raise QuotaExhaustedError(
+            f"the model provider's quota or credit is used up: {http_error_summary(status, body)}"
+        )
     if status == 429 or status >= 500:
         cause: RetryCause = "rate_limited" if status == 429 else "server_error"
         raise RetryableModelError(f"model endpoint answered HTTP {status}", _retry_after(response), cause)

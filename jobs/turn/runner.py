@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import uuid
@@ -291,6 +292,7 @@ class TurnRunner:
             context_window=self.settings.LLM_CONTEXT_WINDOW,
             max_steps_per_turn=self.settings.MAX_STEPS_PER_TURN,
             deadline_s=float(self.settings.TURN_TIMEOUT_SECONDS),
+            cache_key=cache_key_of(self.store.key),
         )
 
     def _meter(self, folder: HistoryFold) -> UsageMeter:
@@ -420,6 +422,12 @@ async def _drainable_turn(
         if forget_lease is not None:
             forget_lease()
         await publisher.flush()
+
+
+def cache_key_of(key: SessionKey) -> str:
+    """The session's prompt-cache key: stable across its turns, and naming no team, channel or
+    thread to the provider."""
+    return hashlib.sha256(f"threadline:{key}".encode()).hexdigest()[:32]
 
 
 def _asks_for_a_turn(message: Message) -> bool:
