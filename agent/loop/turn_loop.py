@@ -196,12 +196,13 @@ class Loop:
         await self._record_step(
             StepBegin(uuid=step_uuid, turn_id=turn_id, step=step, usage=usage), response, calls
         )
-        if self.live is not None:
-            self.live.written(step, response.message.text(), calls)
         cut = response.finish_reason in CUT_FINISH_REASONS
+        answer = response.message.text() + (CUT_ANSWER_NOTE if cut and not calls else "")
+        if self.live is not None:  # a streamed answer shows the note too
+            self.live.written(step, answer, calls)
         if not calls:
             await self._end_step(step_uuid, turn_id, step, response.finish_reason or "stop", usage)
-            return response.message.text() + (CUT_ANSWER_NOTE if cut else "")
+            return answer
         if cut:
             return await self._refuse_cut_calls(step_uuid, turn_id, step, calls, usage)
         self._cut_in_a_row = 0

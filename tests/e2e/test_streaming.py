@@ -159,3 +159,12 @@ def test_a_slack_connect_person_gets_the_answer_posted_when_slack_will_not_strea
     assert [c.outcome for c in fake_slack.calls("chat.startStream")] == ["user_not_found"]
     texts = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
     assert sum(ANSWER in t for t in texts) == 1 and shown(answer) == ANSWER
+
+
+def test_an_answer_cut_by_the_output_limit_says_so_in_the_thread(make_stack, fake_slack, fake_llm, redis):
+    stack = make_stack(**STREAMING)
+    fake_llm.script(Reply(text=ANSWER, finish_reason="length"))
+    key = start(stack, fake_slack, "explain the build")
+    answer = answered(fake_slack, key, ANSWER)
+    wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
+    assert shown(answer).endswith("cut off: the model reached its output limit)_")
