@@ -189,6 +189,7 @@ def test_errors_end_as_the_loop_knows_them(name: str):
         "overflow": ContextOverflowError,
         "rate_limit": RetryableModelError,
         "quota": QuotaExhaustedError,
+        "overloaded": RetryableModelError,  # Anthropic's 529
     }
     if name == "groq":  # its only documented quota is a daily rate limit: waiting does help
         expected["quota"] = RetryableModelError
