@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent.testing import Reply
+from agent.testing.recorded import recorded
 from gateway.listeners.actions import STALE, THANKS
 from gateway.render.feedback import FEEDBACK
 from gateway.sandbox.stack import THREADLINE
@@ -168,3 +171,18 @@ def test_an_answer_cut_by_the_output_limit_says_so_in_the_thread(make_stack, fak
     answer = answered(fake_slack, key, ANSWER)
     wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
     assert shown(answer).endswith("cut off: the model reached its output limit)_")
+
+
+@pytest.mark.parametrize("streaming", ["on", "off"])
+def test_reasoning_a_model_writes_in_think_tags_is_never_posted(
+    make_stack, fake_slack, fake_llm, redis, streaming
+):
+    """vLLM serving a model without a reasoning parser, as recorded from its documentation."""
+    stack = make_stack(SLACK_STREAMING=streaming)
+    fake_llm.script(recorded("vllm", "final_think_tags"))
+    key = start(stack, fake_slack, "what is here?")
+    wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
+    answer = answered(fake_slack, key, "All done.")
+    posted = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
+    assert shown(answer) == "All done."
+    assert not any("think>" in text or "The listing answers it" in text for text in posted)
