@@ -2,8 +2,10 @@
 
 A turn's steps stream into the thread as the model writes them (text in several appends, tool
 calls as tasks); the answer carries feedback buttons whose clicks `/agent status` shows; a
-delivery worker killed mid-stream leaves one complete answer; where Slack refuses streaming the
-card and one answer post are what the thread gets.
+delivery worker killed mid-stream leaves one complete answer; where Slack refuses streaming (a
+channel that cannot stream, a person of another organisation) the card and one answer post are
+what the thread gets. An answer cut by the output limit says so; reasoning a model writes in
+`<think>` tags is never posted.
 """
 
 from __future__ import annotations
