@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from agent.loop.turn_loop import CUT_ANSWER_NOTE, LoopConfig
+from agent.loop.turn_loop import CUT_ANSWER_NOTE, LoopConfig, TurnOutcome
 from agent.messages import ThinkPart, ToolCall, user_message
 from agent.model.base import ModelRequest
 from agent.model.errors import ContextOverflowError, QuotaExhaustedError, RetryableModelError
@@ -75,20 +75,31 @@ def complete(fake: FakeLLM, *, stream: bool = True, listener: Heard | None = Non
     return asyncio.run(model.complete(request, listener))
 
 
-@pytest.mark.parametrize("name", PROVIDERS)
-def test_a_two_step_tool_turn_posts_the_answer_and_sends_the_reasoning_back(name: str, tmp_path: Path):
-    (tmp_path / "docs").mkdir()
+def turn(
+    name: str, workspace: Path, *answers: str, config: LoopConfig | None = None, **model_options: Any
+) -> tuple[TurnOutcome, list[dict[str, Any]]]:
+    """A turn through the real loop, tools and client (built with `model_options`), `name`'s
+    recorded `answers` in turn; what it ended with, and the requests the provider accepted
+    (none may be refused)."""
+    (workspace / "docs").mkdir(exist_ok=True)
     fake = fake_for(name)
     try:
-        fake.script(recorded(name, "tool_calls"), recorded(name, "final"))
+        fake.script(*(recorded(name, answer) for answer in answers))
         sink = MemorySink()
         sink.append_user("what is here?")
-        outcome = run_turn(sink, fake.base_url, tmp_path)
-        assert (outcome.reason, outcome.answer) == ("completed", "All done.")
+        model = OpenAICompatibleModel(fake.base_url, "m", **model_options)
+        outcome = run_turn(sink, fake.base_url, workspace, model=model, config=config)
         assert fake.rejected == []
-        sent = fake.accepted()[1]["messages"]
+        return outcome, fake.accepted()
     finally:
         fake.stop()
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_a_two_step_tool_turn_posts_the_answer_and_sends_the_reasoning_back(name: str, tmp_path: Path):
+    outcome, requests = turn(name, tmp_path, "tool_calls", "final")
+    assert (outcome.reason, outcome.answer) == ("completed", "All done.")
+    sent = requests[1]["messages"]
     [step] = [m for m in sent if m["role"] == "assistant"]
     assert [json.loads(c["function"]["arguments"]) for c in step["tool_calls"]] == [
         {"path": "."},
@@ -165,16 +176,7 @@ def test_reasoning_in_think_tags_never_reaches_the_text(name: str, stream: bool)
 
 @pytest.mark.parametrize("name", PROVIDERS)
 def test_an_answer_cut_by_the_output_limit_never_runs_a_truncated_call(name: str, tmp_path: Path):
-    (tmp_path / "docs").mkdir()
-    fake = fake_for(name)
-    try:
-        fake.script(recorded(name, "length_cut"), recorded(name, "final"))
-        sink = MemorySink()
-        sink.append_user("what is here?")
-        outcome = run_turn(sink, fake.base_url, tmp_path)
-        requests = fake.accepted()
-    finally:
-        fake.stop()
+    outcome, requests = turn(name, tmp_path, "length_cut", "final")
     if len(requests) == 1:  # cut mid-text (Ollama sends a cut call as text): said, not hidden
         assert outcome.answer is not None and outcome.answer.endswith(CUT_ANSWER_NOTE)
         return
@@ -224,18 +226,10 @@ def test_a_conversation_keeps_one_prompt_cache_key_where_the_provider_documents_
         takes_prompt_cache_key(url)
         for url in ("https://api.moonshot.ai/v1", "https://api.deepseek.com", "http://localhost:11434/v1")
     )
-    (tmp_path / "docs").mkdir()
+    config = LoopConfig(cache_key="conversation-1")
     for sends_key in (True, False):
-        fake = fake_for("openai")
-        try:
-            fake.script(recorded("openai", "tool_calls"), recorded("openai", "final"))
-            sink = MemorySink()
-            sink.append_user("what is here?")
-            model = OpenAICompatibleModel(fake.base_url, "m", prompt_cache_key=sends_key)
-            run_turn(
-                sink, fake.base_url, tmp_path, model=model, config=LoopConfig(cache_key="conversation-1")
-            )
-            sent = [body.get("prompt_cache_key") for body in fake.accepted()]
-        finally:
-            fake.stop()
+        _, requests = turn(
+            "openai", tmp_path, "tool_calls", "final", config=config, prompt_cache_key=sends_key
+        )
+        sent = [body.get("prompt_cache_key") for body in requests]
         assert sent == (["conversation-1"] * 2 if sends_key else [None, None])
