@@ -65,10 +65,10 @@ class AgentSession:
 
     def processing(self) -> None:
         """A turn runs: the session says so (Slack's Stop button), titled the first time."""
-        at = float(self.ledger.note(STATUS_AT_NOTE) or 0)
-        if self.ledger.note(STATUS_NOTE) == PROCESSING and time.time() - at < REASSERT_AFTER_S:
+        status, at, titled = self.ledger.notes(STATUS_NOTE, STATUS_AT_NOTE, TITLED_NOTE)
+        if status == PROCESSING and time.time() - float(at or 0) < REASSERT_AFTER_S:
             return
-        if self._off() or self.ledger.note(TITLED_NOTE):
+        if self._off() or titled:
             self._set(PROCESSING)
             return
         title = session_title(self._request())
@@ -94,10 +94,9 @@ class AgentSession:
         """Say again a status Slack did not take (a 5xx, a timeout), a few times: a session left
         `processing` would show Stop and "working" for an hour. `processing` itself is said again
         by the next `processing()` (every status refresh while the turn runs)."""
-        tries = int(self.ledger.note(TRIES_NOTE) or 0)
-        status = self.ledger.note(STATUS_NOTE)
-        due = time.time() - float(self.ledger.note(STATUS_AT_NOTE) or 0) >= REASSERT_AFTER_S
-        if 0 < tries <= MAX_RETRIES and status in (SUSPENDED, ACTIVE) and due:
+        tries, status, at = self.ledger.notes(TRIES_NOTE, STATUS_NOTE, STATUS_AT_NOTE)
+        due = time.time() - float(at or 0) >= REASSERT_AFTER_S
+        if 0 < int(tries or 0) <= MAX_RETRIES and status in (SUSPENDED, ACTIVE) and due:
             self._set(status)
 
     def _off(self) -> bool:
@@ -110,9 +109,8 @@ class AgentSession:
         args = {name: value for name, value in extra.items() if value}
         done = self._call(self.client.agents_sessions_setStatus, status=status, **args)
         at = time.time() if done else time.time() - REASSERT_AFTER_S + RETRY_AFTER_S
-        self.ledger.set_note(STATUS_AT_NOTE, f"{at:.3f}")
         tries = 0 if done else int(self.ledger.note(TRIES_NOTE) or 0) + 1
-        self.ledger.set_note(TRIES_NOTE, str(tries))
+        self.ledger.set_notes({STATUS_AT_NOTE: f"{at:.3f}", TRIES_NOTE: str(tries)})
         if tries and not self._off():
             deliver_later(self.store.redis, self.key, "status", RETRY_AFTER_S)
         return done

@@ -133,9 +133,10 @@ class Delivery:
 
     def _run_locked(self) -> tuple[int, bool]:
         """Notices handled, and whether a step still streaming holds the cursor."""
-        if self._pending():
+        entries = self.store.notices(after=self._cursor())
+        if entries:
             deliver_later(self.redis, self.key, "watchdog", WATCHDOG_S)
-        handled, waiting = self._drain()
+        handled, waiting = self._drain(entries)
         self.cards.show_due()
         self.cards.refresh_status()
         return handled, waiting
@@ -146,8 +147,7 @@ class Delivery:
     def _cursor(self) -> str | None:
         return self.store.meta.read().delivered
 
-    def _drain(self) -> tuple[int, bool]:
-        entries = self.store.notices(after=self._cursor())
+    def _drain(self, entries: list[tuple[str, Notice]]) -> tuple[int, bool]:
         for handled, (notice_id, notice) in enumerate(entries):
             if not isinstance(notice, ProgressNotice):
                 # Cards already in the thread catch up first: the final card before the answer.

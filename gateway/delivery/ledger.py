@@ -62,5 +62,9 @@ class Ledger:
         value = self.redis.hget(self.notes_key, name)
         return text(value) if value else None
 
+    def notes(self, *names: str) -> list[str | None]:
+        """`note` of each name, in one round trip."""
+        return [text(value) if value else None for value in self.redis.hmget(self.notes_key, list(names))]
+
     def set_note(self, name: str, value: str) -> None:
         self.redis.hset(self.notes_key, name, value)

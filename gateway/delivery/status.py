@@ -42,9 +42,8 @@ class AssistantStatus:
         """A turn runs, doing `detail` ("Running shell…")."""
         self.session.processing()
         detail = detail[:LOADING_MESSAGE_CHARS]
-        set_at = float(self.ledger.note(STATUS_AT) or 0)
-        fresh = time.time() - set_at < REFRESH_AFTER_S
-        if fresh and self.ledger.note(STATUS_TEXT) == detail:
+        set_at, shown = self.ledger.notes(STATUS_AT, STATUS_TEXT)
+        if time.time() - float(set_at or 0) < REFRESH_AFTER_S and shown == detail:
             return
         # Noted before the call: a call whose answer is lost may still have set the status,
         # and then it must be cleared at the end like any other.
@@ -54,8 +53,8 @@ class AssistantStatus:
         deliver_later(self.store.redis, self.store.key, "status", REFRESH_AFTER_S)
 
     def refresh_if_due(self) -> None:
-        detail = self.ledger.note(STATUS_TEXT)
-        if detail and time.time() - float(self.ledger.note(STATUS_AT) or 0) >= REFRESH_AFTER_S:
+        detail, set_at = self.ledger.notes(STATUS_TEXT, STATUS_AT)
+        if detail and time.time() - float(set_at or 0) >= REFRESH_AFTER_S:
             self.working(detail)
 
     def retry_if_due(self) -> None:
@@ -84,8 +83,7 @@ class AssistantStatus:
         if not self.ledger.note(STATUS_TEXT):
             return
         self._set("", None)
-        self.ledger.set_note(STATUS_TEXT, "")
-        self.ledger.set_note(STATUS_AT, "0")
+        self.ledger.set_notes({STATUS_TEXT: "", STATUS_AT: "0"})
 
     def _set(self, status: str, loading: list[str] | None) -> bool:
         key = self.store.key
