@@ -37,8 +37,8 @@ def to_openai_messages(
     """`vision=False`: images already in the history (shared while the model could see them)
     go as a note saying so, so the conversation goes on."""
     wire = [{"role": "system", "content": system}] if system else []
-    fields = [_think(m)[1] for m in messages if m.role == "assistant" and _think(m)[0] is not None]
-    thinking = bool(fields) and fields[-1] == "reasoning_content"
+    reasoned = [field for reasoning, field, _ in map(_think, messages) if reasoning is not None]
+    thinking = bool(reasoned) and reasoned[-1] == "reasoning_content"
     turn_start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
     for index, message in enumerate(messages):
         if message.role == "assistant":
