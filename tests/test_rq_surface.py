@@ -233,8 +233,9 @@ def test_the_adapter_overrides_exactly_the_documented_rq_methods():
         name for klass in SimpleWorker.__mro__ if klass.__module__.startswith("rq.") for name in vars(klass)
     }
     overridden = {name for name in vars(ConcurrentWorker) if name in rqs} - {"__module__", "__doc__"}
-    # death_penalty_class: RQ's documented setting ("Custom DeathPenalty Classes"), not a method.
-    assert overridden == OVERRIDDEN | {"death_penalty_class"}
+    # death_penalty_class: RQ's documented setting ("Custom DeathPenalty Classes"), not a method;
+    # max_connection_wait_time: the public cap of the back-off of RQ's dequeue in an outage.
+    assert overridden == OVERRIDDEN | {"death_penalty_class", "max_connection_wait_time"}
     assert [klass for klass in ConcurrentWorker.__mro__ if not klass.__module__.startswith("rq.")] == [
         ConcurrentWorker,
         object,

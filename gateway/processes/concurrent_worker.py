@@ -97,6 +97,9 @@ class ConcurrentWorker(SimpleWorker):
     """Up to `concurrency` jobs at once, run by the process's turn host (see the module's doc)."""
 
     death_penalty_class = TimerDeathPenalty  # SIGALRM reaches the main thread only, not the jobs lane
+    # RQ's dequeue rides out a Redis outage, retrying with a back-off up to this (RQ: 60 s): a
+    # worker back within seconds of Redis, as `work_through_outages` waits for it.
+    max_connection_wait_time = 5.0
 
     def __init__(
         self, *args: Any, concurrency: int, turn_host: TurnHost | None = None, **kwargs: Any
