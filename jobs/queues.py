@@ -13,6 +13,7 @@ from rq.exceptions import DuplicateJobError
 from rq.serializers import JSONSerializer
 
 from jobs.keys import QUEUED_SESSIONS, SessionKey, delivery_queued_key, turn_queued_key
+from jobs.lua import lua
 from jobs.redis_text import text
 
 TURNS_QUEUE = "turns"
@@ -23,6 +24,17 @@ COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
 APPROVAL_EXPIRY_JOB = "jobs.control.expire_approvals"
 TURN_TIMEOUT_GRACE_S = 120  # RQ's own timeout is a backstop: the loop stops itself at the turn's limit
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
+# A delivery queued this long ago may have been taken by a worker that died before it began: only
+# then is the queue asked whether it still holds it (a walk of the queue, as long as it is).
+STUCK_AFTER_S = 5
+# The session's delivery flag, set for the job to come unless one is queued: then the job's id
+# and how long the flag has left.
+_CLAIM_DELIVERY = """
+local held = redis.call('GET', KEYS[1])
+if held then return {held, redis.call('TTL', KEYS[1])} end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return false
+"""
 DELIVERY_TIMEOUT_S = 600  # posting a long answer through 429s can take minutes, not hours
 FAILURE_TTL_S = 7 * 24 * 3600  # a failed job stays a week for inspection
 SERIALIZER = JSONSerializer  # job arguments are plain strings; never unpickle from Redis
@@ -116,8 +128,9 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     """Enqueue a delivery unless one is queued and not yet started (it will drain this notice too).
 
     The delivery job calls `delivery_started` before it reads the outbox, so a notice posted
-    after that point always schedules a new job. The flag holds its job's id: a job no longer on
-    the queue that never started was taken by a worker that died, and holds nothing back. A
+    after that point always schedules a new job. The flag holds its job's id: a job queued more
+    than STUCK_AFTER_S ago, no longer on the queue and never started, was taken by a worker that
+    died, and holds nothing back (one younger is trusted: asking costs a walk of the queue). A
     sub-agent's session has no thread: its notices stay in its outbox, and what people should
     see reaches its root's thread instead.
     """
@@ -126,10 +139,11 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     slack = queue(redis, SLACK_QUEUE)
     job_id = f"deliver-{uuid.uuid4().hex}"
     flag = delivery_queued_key(key)
-    if not redis.set(flag, job_id, nx=True, ex=QUEUED_FLAG_TTL_S):
-        held = redis.get(flag)
-        if held is None or slack.get_job_position(text(held)) is not None:
-            return False  # queued (or started just now): it reads the outbox after this notice
+    held = lua(redis, _CLAIM_DELIVERY)(keys=[flag], args=[job_id, QUEUED_FLAG_TTL_S])
+    if held:
+        held_id, left_s = text(held[0]), int(held[1])
+        if QUEUED_FLAG_TTL_S - left_s < STUCK_AFTER_S or slack.get_job_position(held_id) is not None:
+            return False  # queued: it reads the outbox after this notice
         redis.set(flag, job_id, ex=QUEUED_FLAG_TTL_S)
     try:
         slack.enqueue(

@@ -1,13 +1,16 @@
 import pytest
+from redis import Redis
 from rq import Queue
 from rq.utils import import_attribute
 
-from jobs.keys import SessionKey
+from jobs.keys import SessionKey, delivery_queued_key
 from jobs.queues import (
     COMPACTION_JOB,
     DELIVERY_JOB,
+    QUEUED_FLAG_TTL_S,
     SERIALIZER,
     SLACK_QUEUE,
+    STUCK_AFTER_S,
     TURN_JOB,
     TURN_TIMEOUT_GRACE_S,
     TURNS_QUEUE,
@@ -54,12 +57,37 @@ def test_a_started_delivery_lets_the_next_notice_schedule_another(redis):
     assert schedule_delivery(redis, KEY) is True
 
 
+def test_a_notice_while_a_delivery_is_queued_costs_one_round_trip(redis):
+    schedule_delivery(redis, KEY)
+    sent = Counted(redis)
+    assert schedule_delivery(sent, KEY) is False
+    assert sent.round_trips == 1  # not the flag's GET, nor a walk of the queue for its job
+
+
 def test_a_delivery_whose_worker_died_before_starting_it_does_not_hold_up_the_next(redis):
     schedule_delivery(redis, KEY)
     taken = Queue.dequeue_any([queue(redis, SLACK_QUEUE)], None, connection=redis, serializer=SERIALIZER)
     assert taken is not None  # a worker took it, then was killed before the job began
+    assert schedule_delivery(redis, KEY) is False  # just queued: trusted to run
+    redis.expire(delivery_queued_key(KEY), QUEUED_FLAG_TTL_S - STUCK_AFTER_S)  # STUCK_AFTER_S later
     assert schedule_delivery(redis, KEY) is True
     assert [list(job.args) for job in queue(redis, SLACK_QUEUE).get_jobs()] == [[str(KEY)]]
+
+
+class Counted(Redis):
+    """The test's Redis, counting the round trips it makes (a command or a pipeline each)."""
+
+    def __init__(self, redis: Redis) -> None:
+        super().__init__(connection_pool=redis.connection_pool)
+        self.round_trips = 0
+
+    def execute_command(self, *args, **options):  # type: ignore[no-untyped-def]
+        self.round_trips += 1
+        return super().execute_command(*args, **options)
+
+    def pipeline(self, transaction=True, shard_hint=None):  # type: ignore[no-untyped-def]
+        self.round_trips += 1
+        return super().pipeline(transaction, shard_hint)
 
 
 # Jobs already in Redis name their function as they were enqueued; RQ resolves Job.func_name
