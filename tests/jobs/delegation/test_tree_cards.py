@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from redis import Redis
 from redis.client import Pipeline
 
@@ -61,16 +62,21 @@ def posted_card(store: SessionStore) -> TurnCard:
     return snapshot[1]
 
 
-def test_a_sub_agent_line_landing_while_the_card_is_composed_is_on_the_card_posted(redis):
+@pytest.mark.parametrize("by", ["the stored card", "its reporter's newest"])
+def test_a_sub_agent_line_landing_while_the_card_is_composed_is_on_the_card_posted(redis, by):
     store = SessionStore(redis, KEY)
     card = TurnCard(turn_id="t1", state="running", started_at=1.0, updated_at=1.0, tools=[line("a1")])
-    redis.set(card_key(KEY), card.model_dump_json())
+    if by == "the stored card":
+        redis.set(card_key(KEY), card.model_dump_json())
     redis.hset(card_children_key(KEY), "a1", _LINES.dump_json([line("c1")]))
 
     def a_child_finishes() -> None:
         redis.hset(card_children_key(KEY), "a1", _LINES.dump_json([line("c1", "done"), line("c2")]))
 
-    publish_card(SessionStore(LandsWhileComposing(redis, a_child_finishes), KEY))
+    racing = SessionStore(LandsWhileComposing(redis, a_child_finishes), KEY)
+    publish_card(racing, card if by == "its reporter's newest" else None)
+
+    assert TurnCard.model_validate_json(redis.get(card_key(KEY)) or b"") == card  # stored, as composed from
 
     [agent_line] = posted_card(store).tools
     assert [(child.tool_call_id, child.state) for child in agent_line.children] == [
