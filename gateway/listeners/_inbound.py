@@ -19,6 +19,7 @@ from typing import Any
 from slack_bolt import BoltContext
 from slack_sdk.errors import SlackApiError
 
+from gateway import payload
 from gateway.deps import Deps
 from gateway.listeners._context import as_input
 from gateway.listeners._controls import act, thread_word
@@ -57,11 +58,11 @@ class SlackInput:
 
 def author(deps: Deps, event: Mapping[str, Any], context: BoltContext) -> str | None:
     """Who wrote it: a person, or a bot on SLACK_ALLOWED_BOTS; None for the agent and other bots."""
-    bot_id = event.get("bot_id")
+    bot_id = payload.optional_text(event, "bot_id")
     if bot_id:
         allowed = bot_id != context.bot_id and bot_id in deps.settings.allowed_bots
-        return str(bot_id) if allowed else None
-    if event.get("subtype") == "bot_message":
+        return bot_id if allowed else None
+    if payload.optional_text(event, "subtype") == "bot_message":
         return None
     user = event.get("user")
     return user if isinstance(user, str) and user else None

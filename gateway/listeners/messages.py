@@ -31,7 +31,7 @@ _LEADING_MENTION = re.compile(r"^\s*<@([A-Z0-9]+)(\|[^>]*)?>")
 def register(app: App, deps: Deps) -> None:
     @app.event("message")
     def on_message(body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
-        subtype = event.get("subtype")
+        subtype = payload.optional_text(event, "subtype")
         if subtype == "message_changed":
             return _edits.on_changed(deps, body, event, context)
         if subtype == "message_deleted":
