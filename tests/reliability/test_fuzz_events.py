@@ -64,19 +64,28 @@ def post(web: Stack, body: bytes, content_type: str):
     return web.client.post("/slack/events", content=body, headers=headers)
 
 
-def test_a_list_or_an_object_where_an_event_has_text_never_gets_a_5xx(web: Stack):
-    """What the fuzz once drew (`"subtype": []`, looked up in a set: unhashable), for every text
-    field of every sample event."""
-    for body in EVENT_SAMPLES:
-        for path in paths(body):
-            if not isinstance(_at(body, path), str):
+def test_a_list_or_an_object_where_slack_sends_text_never_gets_a_5xx(web: Stack):
+    """What the fuzz once drew (an event's `"subtype": []`, looked up in a set: unhashable), for
+    every text field of every sample event and click."""
+    for sample, encode in [
+        *((body, _as_json) for body in EVENT_SAMPLES),
+        *((payload, _as_form) for payload in INTERACTION_SAMPLES),
+    ]:
+        for path in paths(sample):
+            if not isinstance(_at(sample, path), str):
                 continue
             for odd in ([], {}, [1]):
-                response = post(
-                    web, json.dumps(mutate(body, path, "replace", odd)).encode(), "application/json"
-                )
+                response = post(web, *encode(mutate(sample, path, "replace", odd)))
                 assert response.status_code < 500, (path, odd, response.text)
     assert web.processes["web"].poll() is None
+
+
+def _as_json(body: dict) -> tuple[bytes, str]:
+    return json.dumps(body).encode(), "application/json"
+
+
+def _as_form(payload: dict) -> tuple[bytes, str]:
+    return ("payload=" + quote(json.dumps(payload))).encode(), "application/x-www-form-urlencoded"
 
 
 def _at(body: dict, path: tuple) -> Any:
