@@ -55,10 +55,12 @@ CALL_CHARS = 4_000  # text per start/append call, under Slack's 12,000 per call 
 POST_CHARS = CHUNK_CHARS  # an answer written whole by now, this short, is posted: one call, not two
 APPEND_EVERY_S = 1.0  # chat.appendStream is Tier 4 (100+/min per workspace): ~1 a second a stream
 REFUSED_NOTE = "streaming:refused"  # ledger note: Slack refused streaming here (the error code)
+RECIPIENT_TEAM_NOTE = "streaming:team"  # ledger note: the owner's own team, when not the workspace's
 # Slack cannot stream into this conversation: the session falls back to the card and one post.
 # For a person of another organisation (Slack Connect) Slack does not find the recipient named
-# with the host workspace's team (user_not_found), and one it cannot name at all (a workflow's
-# mention) is missing_recipient_*: retrying the same stream cannot help either.
+# with the host workspace's team (user_not_found; the stream is tried once more with the team
+# users.info gives them), and one it cannot name at all (a workflow's mention) is
+# missing_recipient_*: retrying the same stream cannot help either.
 REFUSED = frozenset(
     {
         "method_not_supported_for_channel_type",
@@ -109,6 +111,9 @@ class StepStreams:
             return self._advance(base, record)
         except SlackApiError as error:
             code = error.response.get("error")
+            if code == "user_not_found" and self.ledger.ts(base) is None and self._name_their_team():
+                self.ledger.abandon(base)
+                return self.deliver(notice)
             if code in REFUSED and self.ledger.ts(base) is None:
                 log.warning("%s: Slack refused streaming (%s); answers are posted whole", self.key, code)
                 self.ledger.abandon(base)
@@ -155,8 +160,25 @@ class StepStreams:
         self.ledger.set_note(f"{base}:sent", str(len(record.text)))
         return self._completed(base, record)
 
+    def _name_their_team(self) -> bool:
+        """The owner may be a person of another organisation (Slack Connect), whom Slack finds
+        only with their own team: noted, for the streams to come, when users.info gives one that
+        is not the workspace's (and had not been noted yet)."""
+        owner = self.store.meta.read().owner
+        if not owner or self.ledger.note(RECIPIENT_TEAM_NOTE):
+            return False
+        try:
+            team = (self.client.users_info(user=owner).get("user") or {}).get("team_id")
+        except SlackApiError:
+            return False
+        if not isinstance(team, str) or team in ("", self.key.team):
+            return False
+        self.ledger.set_note(RECIPIENT_TEAM_NOTE, team)
+        return True
+
     def _started(self, base: str, record: LiveStep) -> str | None:
-        start = self.ledger.note(f"{base}:start") or ""
+        start, their_team = self.ledger.notes(f"{base}:start", RECIPIENT_TEAM_NOTE)
+        start = start or ""
         known = self.poster.known(
             base, lambda m: bool(start) and _unmarked(m) and m.get("text", "").startswith(start)
         )
@@ -170,7 +192,7 @@ class StepStreams:
         answer = self.client.chat_startStream(
             channel=self.key.channel,
             thread_ts=self.key.thread_ts,
-            recipient_team_id=self.key.team,
+            recipient_team_id=their_team or self.key.team,
             recipient_user_id=self.store.meta.read().owner or None,
             task_display_mode="timeline",
             chunks=self._chunks(text, _changed_tasks(record, {})),

@@ -18,6 +18,7 @@ from agent.testing import Reply
 from agent.testing.recorded import recorded
 from gateway.listeners.actions import STALE, THANKS
 from gateway.render.feedback import FEEDBACK
+from gateway.sandbox.fake_slack.state import Fault
 from gateway.sandbox.stack import THREADLINE
 from jobs.keys import SessionKey
 from jobs.session.store import SessionStore
@@ -142,11 +143,12 @@ def test_where_slack_refuses_streaming_the_card_and_one_post_answer(make_stack, 
     assert float(card["ts"]) < float(answer["ts"]) and shown(answer) == ANSWER
 
 
-def test_a_slack_connect_person_gets_the_answer_posted_when_slack_will_not_stream_to_them(
+def test_a_slack_connect_person_gets_the_answer_streamed_named_with_their_own_team(
     make_stack, fake_slack, fake_llm, redis
 ):
-    """Streaming names the host workspace as the recipient's team; for a person of another
-    organisation Slack answers user_not_found. The answer is posted instead, once."""
+    """Streaming names the recipient's team; for a person of another organisation the host
+    workspace is the wrong one and Slack answers user_not_found. The stream is started again
+    with the team users.info gives them, and the answer is streamed, once."""
     stack = make_stack(SLACK_ALLOW_EXTERNAL="true", **STREAMING)
     fake_slack.add_external_user("W666", team="T999")
     fake_llm.script(
@@ -161,9 +163,11 @@ def test_a_slack_connect_person_gets_the_answer_posted_when_slack_will_not_strea
     answer = answered(fake_slack, key, ANSWER)
 
     wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
-    assert [c.outcome for c in fake_slack.calls("chat.startStream")] == ["user_not_found"]
+    starts = fake_slack.calls("chat.startStream")
+    assert [c.outcome for c in starts][:2] == ["user_not_found", "ok"]
+    assert all(c.args.get("recipient_team_id") == "T999" for c in starts[1:])
     texts = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
-    assert sum(ANSWER in t for t in texts) == 1 and shown(answer) == ANSWER
+    assert sum(ANSWER in t for t in texts) == 1 and ANSWER in shown(answer)
 
 
 def test_an_answer_cut_by_the_output_limit_says_so_in_the_thread(make_stack, fake_slack, fake_llm, redis):
@@ -188,3 +192,24 @@ def test_reasoning_a_model_writes_in_think_tags_is_never_posted(
     posted = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
     assert shown(answer) == "All done."
     assert not any("think>" in text or "The listing answers it" in text for text in posted)
+
+
+def test_a_person_slack_cannot_find_even_in_their_own_team_gets_the_answer_posted(
+    make_stack, fake_slack, fake_llm, redis
+):
+    stack = make_stack(SLACK_ALLOW_EXTERNAL="true", **STREAMING)
+    fake_slack.add_external_user("W666", team="T999")
+    fake_slack.inject(Fault("chat.startStream", count=2, error="user_not_found"))
+    fake_llm.script(
+        Reply(text="Checking first.", tool_calls=[("c1", "shell", '{"command": "echo hi"}')]),
+        Reply(text=ANSWER),
+    )
+    root = fake_slack.add_user_message("C111", "<@UBOT0001> explain the build", user="W666")
+    assert stack.send_event(mention("explain the build", ts=root["ts"], user="W666")).status_code == 200
+    key = SessionKey(team="T111", channel="C111", thread_ts=root["ts"])
+    answer = answered(fake_slack, key, ANSWER)
+
+    wait_for(lambda: SessionStore(redis, key).meta.read().state == "idle", what="the turn's end")
+    assert [c.outcome for c in fake_slack.calls("chat.startStream")] == ["fault:200:user_not_found"] * 2
+    texts = [shown(m) for m in bot_messages(fake_slack, "C111", key.thread_ts)]
+    assert sum(ANSWER in t for t in texts) == 1 and shown(answer) == ANSWER
