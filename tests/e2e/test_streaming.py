@@ -3,9 +3,10 @@
 A turn's steps stream into the thread as the model writes them (text in several appends, tool
 calls as tasks); the answer carries feedback buttons whose clicks `/agent status` shows; a
 delivery worker killed mid-stream leaves one complete answer; where Slack refuses streaming (a
-channel that cannot stream, a person of another organisation) the card and one answer post are
-what the thread gets. An answer cut by the output limit says so; reasoning a model writes in
-`<think>` tags is never posted.
+channel that cannot stream, a person it cannot find) the card and one answer post are what the
+thread gets, and a person of another organisation gets the stream named with their own team. An
+answer cut by the output limit says so; reasoning a model writes in `<think>` tags is never
+posted.
 """
 
 from __future__ import annotations
