@@ -1,12 +1,13 @@
 """Messages ↔ the OpenAI chat-completions JSON shape (what Kimi and friends accept).
 
-Reasoning (`reasoning_content`, kept as think parts) goes back to the provider the way thinking
-providers ask: DeepSeek's thinking mode answers 400 when an assistant message with tool calls
-lacks it, in every later request, and accepts it empty; the reasoning of an answer without tool
-calls is ignored after the next user message, so it is only sent within its turn. Once any
-assistant message of a request carries reasoning, the conversation is with a thinking model,
-and every assistant tool-call message carries the field (empty when it has none: a step from
-before thinking was switched on).
+Reasoning (kept as think parts, with the field it came in: `reasoning_content`, `reasoning`,
+OpenRouter's `reasoning_details`, or `<think>` tags in the text) goes back to the provider the
+way it came: DeepSeek's and Kimi's thinking modes answer 400 when an assistant message with
+tool calls lacks `reasoning_content`, in every later request, and accept it empty; details go
+back unmodified; `<think>` reasoning is not sent. The reasoning of an answer without tool calls
+is ignored after the next user message, so it is only sent within its turn. Once the latest
+reasoning of a request came as `reasoning_content`, every assistant tool-call message carries
+that field (empty when it has none: a step from before thinking was switched on).
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ def to_openai_messages(
     """`vision=False`: images already in the history (shared while the model could see them)
     go as a note saying so, so the conversation goes on."""
     wire = [{"role": "system", "content": system}] if system else []
-    reasoned = [field for reasoning, field, _ in map(_think, messages) if reasoning is not None]
+    thinks = {index: _think(m) for index, m in enumerate(messages) if m.role == "assistant"}
+    reasoned = [field for reasoning, field, _ in thinks.values() if reasoning is not None]
     thinking = bool(reasoned) and reasoned[-1] == "reasoning_content"
     turn_start = max((i for i, message in enumerate(messages) if message.role == "user"), default=-1)
     for index, message in enumerate(messages):
         if message.role == "assistant":
-            wire.append(_assistant(message, thinking=thinking, in_turn=index > turn_start))
+            wire.append(_assistant(message, thinks[index], thinking=thinking, in_turn=index > turn_start))
         else:
             wire.append(_to_openai(message, vision))
     return wire
@@ -58,10 +60,15 @@ def _to_openai(message: Message, vision: bool) -> dict[str, Any]:
     return entry
 
 
-def _assistant(message: Message, *, thinking: bool = False, in_turn: bool = True) -> dict[str, Any]:
+Reasoning = tuple[
+    str | None, ReasoningField, list[dict[str, Any]]
+]  # the text (None: none sent), its field, details
+
+
+def _assistant(message: Message, think: Reasoning, *, thinking: bool, in_turn: bool) -> dict[str, Any]:
     text = "".join(part.text for part in message.content if isinstance(part, TextPart))
     entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-    reasoning, field, details = _think(message)
+    reasoning, field, details = think
     if message.tool_calls and thinking and reasoning is None:
         reasoning = ""
     if message.tool_calls or in_turn:
@@ -71,7 +78,7 @@ def _assistant(message: Message, *, thinking: bool = False, in_turn: bool = True
     return entry
 
 
-def _think(message: Message) -> tuple[str | None, ReasoningField, list[dict[str, Any]]]:
+def _think(message: Message) -> Reasoning:
     """The message's reasoning (possibly empty; None when the model sent none), the field it
     came in, and OpenRouter's details of it."""
     thinks = [part for part in message.content if isinstance(part, ThinkPart)]
@@ -155,7 +162,7 @@ def think_part(
     reasoning: str | None, field: ReasoningField | None, details: list[dict[str, Any]], tagged: str | None
 ) -> ThinkPart | None:
     """The answer's reasoning, from whichever of the provider's forms it came in; kept even when
-    empty, since thinking providers want it back (openai_format)."""
+    empty, since thinking providers want it back (`_assistant`)."""
     if reasoning is None and tagged is not None:
         reasoning, field = tagged, "think_tags"
     if reasoning is None and details:
