@@ -59,8 +59,7 @@ class Ledger:
 
     def note(self, name: str) -> str | None:
         """Small facts delivery keeps beside the ledger (how an answer was split, card timings)."""
-        value = self.redis.hget(self.notes_key, name)
-        return text(value) if value else None
+        return self.notes(name)[0]
 
     def notes(self, *names: str) -> list[str | None]:
         """`note` of each name, in one round trip."""
