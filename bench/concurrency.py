@@ -183,8 +183,8 @@ def main() -> None:
             with ThreadPoolExecutor(SEND_THREADS) as pool:
                 statuses = list(pool.map(send, range(args.sessions)))
             sending_s = max(sent.values()) - min(sent.values())
-            answers = lambda: len(answer_times(slack, ANSWER)) >= args.sessions  # noqa: E731
-            if not wait_until(answers, 120, "every answer", poll_s=ANSWERS_POLL_S):
+            all_in = lambda: len(answer_times(slack, ANSWER)) >= args.sessions  # noqa: E731
+            if not wait_until(all_in, 120, "every answer", poll_s=ANSWERS_POLL_S):
                 lines = stack.log("worker").splitlines()
                 first = next((i for i, line in enumerate(lines) if " ERROR " in line), len(lines))
                 print("\n".join(["  the worker's first error:", *lines[first : first + 40]]))
@@ -218,7 +218,7 @@ def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
         f"{HEAVY_FILES * HEAVY_FILE_BYTES // 10**6} MB first; each runs {args.tool_steps} list_dir step(s)"
     )
     if latencies:
-        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        p99 = percentile_99(latencies)
         met = latencies[-1] <= target_s and len(latencies) == args.sessions
         print(
             f"answers posted: {len(latencies)}/{args.sessions}; mention → answer p50 "
@@ -237,6 +237,10 @@ def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
     )
 
 
+def percentile_99(ordered: list[float]) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
 def report_stages(args, threads, sent, asked, answered) -> None:  # type: ignore[no-untyped-def]
     """Where the time beyond the model's went: before the first model request, and after the last answer."""
     before, after = [], []
@@ -248,8 +252,7 @@ def report_stages(args, threads, sent, asked, answered) -> None:  # type: ignore
             after.append(answered[ts] - requests[-1] - args.model_s)
 
     def spread(values: list[float]) -> str:
-        values = sorted(values)
-        return f"p50 {statistics.median(values):.2f} s, p99 {values[int(len(values) * 0.99) - 1]:.2f} s"
+        return f"p50 {statistics.median(values):.2f} s, p99 {percentile_99(sorted(values)):.2f} s"
 
     if before and after:
         print(f"mention → first model request: {spread(before)}; model's answer → posted: {spread(after)}")
