@@ -55,7 +55,7 @@ class SlowRedis:
         with contextlib.suppress(OSError):
             while chunk := source.recv(CHUNK):
                 if answers and self.delay_s:
-                    time.sleep(self.delay_s)
+                    time.sleep(self.delay_s)  # the slow answer is the fault under test
                 sink.sendall(chunk)
         for each in (source, sink):
             with contextlib.suppress(OSError):

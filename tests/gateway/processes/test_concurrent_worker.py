@@ -96,6 +96,7 @@ async def fails_async(url: str) -> None:
 
 
 def overruns(url: str) -> None:
+    """A job whose work (10 s) outlasts its 1 s timeout: the waiting is the behaviour under test."""
     for _ in range(200):
         time.sleep(0.05)
 
