@@ -3,8 +3,8 @@
 A turn's per-step writes (the wire, the inbox, usage), the lease keeper and the cancel listener
 talk to Redis without blocking the loop every turn of the process shares. redis.asyncio's
 connections belong to the loop that made them, so there is one twin per (loop, client); it
-reaches the same server and database, with the same timeouts, as the synchronous client it
-is made from, which is what every store of ours already holds.
+reaches the same server and database (or the same Sentinels' primary), with the same timeouts,
+as the synchronous client it is made from, which is what every store of ours already holds.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from redis import Redis
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.connection import SSLConnection, UnixDomainSocketConnection
+
+from jobs.redis_connect import connect_async, sentinel_target
 
 POOL_WAIT_S = 10  # for a client whose own pool does not say how long to wait
 
@@ -31,7 +33,11 @@ def aio_twin(redis: Redis) -> AsyncRedis:
     twins = _twins.setdefault(loop, {})
     twin = twins.get(id(redis))
     if twin is None:
-        twin = twins[id(redis)] = AsyncRedis(connection_pool=_waiting_pool(redis))
+        sentinel = sentinel_target(redis)
+        if sentinel is not None:
+            twin = twins[id(redis)] = connect_async(sentinel, redis)
+        else:
+            twin = twins[id(redis)] = AsyncRedis(connection_pool=_waiting_pool(redis))
     return twin
 
 

@@ -6,7 +6,7 @@ import asyncio
 from functools import cache
 
 import httpx
-from redis import BlockingConnectionPool, Redis
+from redis import Redis
 
 from agent.model.base import ChatModel
 from agent.model.connections import ConnectionPool
@@ -14,6 +14,7 @@ from agent.model.demo import DemoModel
 from agent.model.openai import OpenAICompatibleModel, takes_prompt_cache_key
 from agent.model.retrying import RetryingModel
 from jobs import metrics
+from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
 from jobs.turn.host import current_host
 from jobs.turn.metered import MeteredModel
@@ -26,27 +27,7 @@ def settings() -> Settings:
 
 @cache
 def redis_client() -> Redis:
-    return redis_from_url(settings().require("REDIS_URL").REDIS_URL or "")
-
-
-# A worker of 200 turns runs more Redis calls at once than redis-py's default pool of 100, which
-# refuses the next one ("Too many connections"): a caller past this many waits for a connection
-# (up to REDIS_POOL_WAIT_S), it does not fail. Connections are opened only as they are needed.
-REDIS_MAX_CONNECTIONS = 512
-REDIS_POOL_WAIT_S = 10
-
-
-def redis_from_url(url: str) -> Redis:
-    # Short timeouts: a Redis outage must surface as a clear error, not a hung request.
-    pool = BlockingConnectionPool.from_url(
-        url,
-        max_connections=REDIS_MAX_CONNECTIONS,
-        timeout=REDIS_POOL_WAIT_S,
-        socket_timeout=5,
-        socket_connect_timeout=3,
-        health_check_interval=15,
-    )
-    return Redis(connection_pool=pool)
+    return connect(RedisTarget.of(settings()))
 
 
 def build_model(config: Settings) -> ChatModel:

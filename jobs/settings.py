@@ -40,6 +40,12 @@ EXPECTED: dict[str, str] = {
     ),
     "SLACK_UNFURL": "true or false: Slack previews (fetches) the links and media in the agent's messages",
     "REDIS_URL": "a Redis URL such as redis://127.0.0.1:6379/0",
+    "REDIS_SENTINELS": "comma-separated host:port of your Redis Sentinels, e.g. s1:26379,s2:26379,s3:26379",
+    "REDIS_SENTINEL_SERVICE": "the name your Sentinels monitor the primary under (`sentinel monitor NAME …`)",
+    "REDIS_SENTINEL_USERNAME": "the user to authenticate to the Sentinels as (ACL)",
+    "REDIS_SENTINEL_PASSWORD": "the password of the Sentinels (`requirepass` in sentinel.conf)",
+    "REDIS_MIN_REPLICAS_ACK": "how many replicas must hold an input before Slack gets its 200 (0 or more)",
+    "REDIS_ACK_TIMEOUT_MS": "how long web waits for those replicas before answering 503 (milliseconds)",
     "PORT": "a TCP port number (1-65535)",
     "METRICS_PORT": "a TCP port (1-65535) where worker or web --socket serves its Prometheus metrics",
     "WEB_KEEPALIVE_SECONDS": "seconds web keeps an idle connection open (above your load balancer's)",
@@ -147,6 +153,16 @@ class Settings(BaseSettings):
     # fetched by Slack on the bot's behalf.
     SLACK_UNFURL: bool = False
     REDIS_URL: str | None = None
+    # High availability (jobs/redis_connect.py): the primary is the one these Sentinels name;
+    # REDIS_URL then gives only the database, the credentials and TLS.
+    REDIS_SENTINELS: str = ""
+    REDIS_SENTINEL_SERVICE: str = ""
+    REDIS_SENTINEL_USERNAME: str | None = None
+    REDIS_SENTINEL_PASSWORD: str | None = None
+    # An input is acknowledged once this many replicas hold it (WAIT); unset: 1 with Sentinel, 0
+    # without. Bounded by REDIS_ACK_TIMEOUT_MS, within Slack's 3 s.
+    REDIS_MIN_REPLICAS_ACK: int | None = Field(default=None, ge=0)
+    REDIS_ACK_TIMEOUT_MS: int = Field(default=1000, ge=1, le=2500)
     PORT: int = Field(default=3000, ge=1, le=65535)
     # Above common load-balancer idle timeouts (60 s): the balancer, not web, must close an idle
     # connection, or a request it sends just as web closes it is lost.
@@ -357,6 +373,23 @@ class Settings(BaseSettings):
             raise ValueError("must start with '/'")
         return value
 
+    @field_validator("REDIS_SENTINELS")
+    @classmethod
+    def _sentinels_are_addresses(cls, value: str) -> str:
+        sentinel_addresses(value)  # a ValueError names the entry
+        return value
+
+    @property
+    def sentinels(self) -> tuple[tuple[str, int], ...]:
+        return sentinel_addresses(self.REDIS_SENTINELS)
+
+    @property
+    def replicas_to_ack(self) -> int:
+        """How many replicas must hold an input before it is acknowledged."""
+        if self.REDIS_MIN_REPLICAS_ACK is not None:
+            return self.REDIS_MIN_REPLICAS_ACK
+        return 1 if self.sentinels else 0
+
     @field_validator("REDIS_URL", "LLM_BASE_URL")
     @classmethod
     def _url_has_scheme(cls, value: str | None) -> str | None:
@@ -411,6 +444,20 @@ class Settings(BaseSettings):
         return self
 
 
+def sentinel_addresses(value: str) -> tuple[tuple[str, int], ...]:
+    """`host:port,host:port` (IPv6 as `[::1]:26379`) as pairs; a ValueError names a bad entry."""
+    addresses = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        host, _, port = item.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError(f"{item!r} is not host:port")
+        addresses.append((host, int(port)))
+    return tuple(addresses)
+
+
 def _id_set(value: str) -> frozenset[str]:
     return frozenset(item.strip() for item in value.split(",") if item.strip())
 
@@ -437,7 +484,9 @@ def _missing_line(names: list[str]) -> str:
 
 
 # An invalid value is echoed so the operator can see the typo, except where it holds a secret.
-SECRET_SETTINGS = frozenset({"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "LLM_API_KEY"})
+SECRET_SETTINGS = frozenset(
+    {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "LLM_API_KEY", "REDIS_SENTINEL_PASSWORD"}
+)
 URL_SETTINGS = frozenset({"REDIS_URL", "LLM_BASE_URL", "SLACK_API_URL"})
 
 

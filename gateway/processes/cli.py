@@ -131,10 +131,10 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _purge(args: argparse.Namespace) -> int:
     from gateway.purge import purge_older_than, purge_thread
-    from jobs.runtime import redis_from_url
+    from jobs.redis_connect import RedisTarget, connect
 
-    settings = Settings.load().require("REDIS_URL")
-    redis = redis_from_url(settings.REDIS_URL or "")
+    settings = Settings.load()
+    redis = connect(RedisTarget.of(settings))
     if args.thread is not None:
         return purge_thread(redis, settings, args.thread, force=args.force)
     return purge_older_than(redis, settings, args.older_than)
@@ -142,11 +142,11 @@ def _purge(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from gateway.status_report import print_status
-    from jobs.runtime import redis_from_url
+    from jobs.redis_connect import RedisTarget, connect
     from jobs.usage import prices
 
-    settings = Settings.load().require("REDIS_URL")
-    redis = redis_from_url(settings.REDIS_URL or "")
+    settings = Settings.load()
+    redis = connect(RedisTarget.of(settings))
     return print_status(redis, as_json=args.json, thread=args.thread, priced=prices(settings))
 
 

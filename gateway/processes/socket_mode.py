@@ -30,7 +30,7 @@ from gateway.processes.metrics_port import serve_metrics
 from gateway.slack_identity import SlackIdentity
 from jobs import metrics
 from jobs.metrics_export import scrape_registry
-from jobs.runtime import redis_from_url
+from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
 
 SOCKET_CONCURRENCY = 16  # envelopes handled at once; each waits on Redis, not the CPU
@@ -42,7 +42,7 @@ ENVELOPE_KINDS = {"events_api": "event", "slash_commands": "command", "interacti
 
 def serve_socket(settings: Settings) -> None:
     configure_logging(settings)
-    redis = redis_from_url(settings.REDIS_URL or "")
+    redis = connect(RedisTarget.of(settings))
     if settings.METRICS_PORT is not None:
         serve_metrics(settings.METRICS_PORT, scrape_registry(redis))
     warn_if_nobody_approves(settings)

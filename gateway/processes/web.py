@@ -19,7 +19,6 @@ from typing import Any
 from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 from prometheus_client import CONTENT_TYPE_LATEST, multiprocess
-from redis import Redis
 from redis.exceptions import RedisError
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.signature import SignatureVerifier
@@ -31,7 +30,7 @@ from gateway.request_shape import body_problem, media_type_problem, signed
 from gateway.slack_identity import SlackIdentity
 from jobs import metrics
 from jobs.metrics_export import exposition, multiprocess_mode
-from jobs.runtime import redis_from_url
+from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,8 +50,9 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 def wsgi_app(settings: Settings, identity: SlackIdentity | None = None) -> WSGIApp:
     events = _EventsEndpoint(settings, identity or SlackIdentity(settings))
-    redis = redis_from_url(settings.REDIS_URL or "")
-    return routes(events, ready=redis_answers(settings.REDIS_URL or ""), scrape=lambda: exposition(redis))
+    target = RedisTarget.of(settings)
+    redis = connect(target)
+    return routes(events, ready=redis_answers(target), scrape=lambda: exposition(redis))
 
 
 def routes(
@@ -80,9 +80,9 @@ def routes(
     return app
 
 
-def redis_answers(url: str) -> Callable[[], bool]:
+def redis_answers(target: RedisTarget) -> Callable[[], bool]:
     """Whether Redis answers a PING within READY_TIMEOUT_S (every input is recorded there)."""
-    redis = Redis.from_url(url, socket_connect_timeout=READY_TIMEOUT_S, socket_timeout=READY_TIMEOUT_S)
+    redis = connect(target, socket_timeout_s=READY_TIMEOUT_S, connect_timeout_s=READY_TIMEOUT_S)
 
     def ready() -> bool:
         try:
@@ -103,7 +103,7 @@ class _EventsEndpoint:
     """
 
     def __init__(self, settings: Settings, identity: SlackIdentity) -> None:
-        redis = redis_from_url(settings.REDIS_URL or "")
+        redis = connect(RedisTarget.of(settings))
         self.handler = SlackRequestHandler(build_app(settings, redis, identity))
         self.verifier = SignatureVerifier(settings.SLACK_SIGNING_SECRET or "")
 

@@ -35,7 +35,7 @@ from gateway.processes.together import Command, run_together
 from jobs import due_jobs, janitor, metrics, retention, runtime
 from jobs.metrics_export import scrape_registry
 from jobs.queues import SERIALIZER, SLACK_QUEUE, TURNS_QUEUE, queue
-from jobs.runtime import redis_from_url
+from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
 from jobs.storage import publish_storage
 from jobs.turn.host import host
@@ -163,19 +163,19 @@ def work(
     jobs.turn.runner.tool_setup()
     for name in LAZY_TRANSPORT_MODULES:
         importlib.import_module(name)
-    redis = Redis.from_url(settings.REDIS_URL or "")
+    target = RedisTarget.of(settings)
+    redis = connect(target, socket_timeout_s=None)
     queues = [queue(redis, name) for name in ROLE_QUEUES[role]]
     stop = threading.Event()
-    url = settings.REDIS_URL or ""
     background: list[tuple[Callable[..., None], tuple[object, ...]]] = [
-        (_janitor, (redis_from_url(url), stop, settings.JANITOR_INTERVAL_SECONDS)),
-        (_release_due, (redis_from_url(url), stop)),
-        (_retention, (redis_from_url(url), stop, settings)),
+        (_janitor, (connect(target), stop, settings.JANITOR_INTERVAL_SECONDS)),
+        (_release_due, (connect(target), stop)),
+        (_retention, (connect(target), stop, settings)),
     ]
     if role == "turns":
-        background.append((_publish_storage, (redis_from_url(url), stop, settings)))
-    for target, args in background:
-        threading.Thread(target=target, args=args, daemon=True).start()
+        background.append((_publish_storage, (connect(target), stop, settings)))
+    for chore, args in background:
+        threading.Thread(target=chore, args=args, daemon=True).start()
     if worker_class == "fork":
         log.warning(FORK_RETIRED)
     if role == "turns":

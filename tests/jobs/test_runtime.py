@@ -13,13 +13,14 @@ from agent.messages import ImageURLPart, MediaURL, Message, TextPart, user_messa
 from agent.model._openai_format import IMAGE_WITHHELD
 from agent.model.base import ModelRequest
 from jobs.aio_redis import aio_twin
-from jobs.runtime import build_model, redis_from_url
+from jobs.redis_connect import RedisTarget, connect
+from jobs.runtime import build_model
 from jobs.settings import Settings
 
 
 def test_the_client_packs_and_parses_with_hiredis(redis_url: str) -> None:
     # The `redis[hiredis]` extra: a mention's one round trip costs a third less CPU with it.
-    client = redis_from_url(redis_url)
+    client = connect(RedisTarget(redis_url))
     connection = client.connection_pool.get_connection()
     try:
         assert isinstance(connection._parser, _HiredisParser)
@@ -34,7 +35,7 @@ BUSY_AT_ONCE = 150  # more than redis-py's default pool of 100: a worker of 200 
 
 
 def test_more_callers_at_once_than_the_pool_holds_wait_for_a_connection(redis_url: str) -> None:
-    client = redis_from_url(redis_url)
+    client = connect(RedisTarget(redis_url))
     empty = f"tl:test:empty:{uuid.uuid4().hex}"
     with ThreadPoolExecutor(BUSY_AT_ONCE) as threads:  # each holds a connection for 0.5 s
         answers = list(threads.map(lambda _: client.blpop([empty], timeout=0.5), range(BUSY_AT_ONCE)))
@@ -42,7 +43,7 @@ def test_more_callers_at_once_than_the_pool_holds_wait_for_a_connection(redis_ur
 
 
 def test_more_tasks_at_once_than_the_async_pool_holds_wait_for_a_connection(redis_url: str) -> None:
-    client = redis_from_url(redis_url)
+    client = connect(RedisTarget(redis_url))
     empty = f"tl:test:empty:{uuid.uuid4().hex}"
 
     async def main() -> list[object]:
