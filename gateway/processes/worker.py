@@ -21,7 +21,6 @@ from collections.abc import Callable
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 
 import gateway.delivery.job
 import jobs.compaction_job
@@ -203,13 +202,13 @@ REDIS_WAIT_CAP_S = 5.0
 def work_through_outages(new_worker: Callable[[], ConcurrentWorker], *, burst: bool = False) -> None:
     """RQ's work loop until it is asked to stop (SIGTERM, SIGINT) or, in burst mode, runs dry.
 
-    RQ rides out a lost connection only while it waits for a job: a Redis restart that lands on
-    any other step (marking itself idle, a heartbeat) ends its loop, and its teardown may raise
-    as well. That must not take the worker, and with it every other worker of this `worker`
-    process, down: it waits for Redis to answer and starts a fresh RQ worker.
+    RQ rides out a lost connection only while it waits for a job: a Redis restart or failover
+    that lands on any other step (marking itself idle, a heartbeat) ends its loop, and its
+    teardown may raise as well. That must not take the worker, and with it every other worker
+    of this `worker` process, down: it starts a fresh RQ worker once Redis answers.
     """
     while True:
-        worker = new_worker()
+        worker = started_once_redis_answers(new_worker)
         try:
             worker.work(burst=burst, with_scheduler=False)
         except RedisConnectionError:
@@ -218,15 +217,16 @@ def work_through_outages(new_worker: Callable[[], ConcurrentWorker], *, burst: b
         if burst or worker.stopping:
             return
         log.warning("RQ's work loop ended without a stop request; working again once Redis answers")
-        wait_for_redis(worker.connection)
 
 
-def wait_for_redis(redis: Redis) -> None:
+def started_once_redis_answers(new_worker: Callable[[], ConcurrentWorker]) -> ConcurrentWorker:
+    """`new_worker()`, tried until Redis answers: RQ names its connection as the worker is made."""
     pause = 0.1
     while True:
         try:
-            redis.ping()
-            return
-        except RedisError:
+            return new_worker()
+        except RedisConnectionError as error:
+            metrics.redis_error("rq_worker")
+            log.warning("Redis does not answer (%s): waiting for Redis to start RQ's worker", error)
             time.sleep(pause)
             pause = min(pause * 2, REDIS_WAIT_CAP_S)

@@ -67,3 +67,31 @@ def test_a_worker_whose_loop_meets_an_outage_works_again_once_redis_is_back(tmp_
         if worker.poll() is None:
             worker.kill()
         server.stop()
+
+
+def test_a_worker_started_while_redis_is_away_waits_for_it_and_works(tmp_path: Path) -> None:
+    """A worker (re)started during an outage or a failover: RQ names its connection as it is
+    made, which used to raise and take the whole `worker` process down."""
+    server = DurableRedis(tmp_path).start()
+    server.stop()
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER, server.url, QUEUE], cwd=SOURCE_ROOT, stdout=log, stderr=log
+        )
+    try:
+        wait_for(
+            lambda: worker.poll() is not None or "waiting for Redis" in log_path.read_text(),
+            timeout=60,
+            what="the worker to meet the outage",
+        )
+        assert worker.poll() is None, log_path.read_text()
+        server.start()
+        redis = Redis.from_url(server.url)
+        Queue(QUEUE, connection=redis).enqueue(f"{HERE}.note_done", server.url)
+        wait_for(lambda: redis.get("done after the outage"), timeout=60, what="the job once Redis is up")
+        assert worker.poll() is None
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        server.stop()
