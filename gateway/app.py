@@ -17,6 +17,7 @@ from gateway.payload import InvalidPayload
 from gateway.slack_client import web_client
 from gateway.slack_identity import IdentityUnknown, SlackIdentity
 from jobs import log_context, metrics
+from jobs.replication import replicas_holding
 from jobs.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,16 +30,44 @@ QUIET_EVENTS = ("assistant_thread_started", "assistant_thread_context_changed")
 
 class _App(App):
     """Bolt's App whose every line about a request names its team and channel, and its thread
-    once a listener knows it (`gateway.payload.session_key`)."""
+    once a listener knows it (`gateway.payload.session_key`); with replicas to wait for, a
+    request is acknowledged only once they hold what it wrote."""
+
+    def __init__(self, redis: Redis, replicas: int, ack_timeout_ms: int, **bolt: Any) -> None:
+        super().__init__(**bolt)
+        self._redis, self._replicas, self._ack_timeout_ms = redis, replicas, ack_timeout_ms
 
     def dispatch(self, req: BoltRequest) -> BoltResponse:
         with log_context.scope(team=req.context.team_id, channel=req.context.channel_id):
-            return super().dispatch(req)
+            response = super().dispatch(req)
+            if response.status < 300 and self._replicas and not self._replicated(req):
+                _answer(response, 503, "Redis has not replicated the input yet; retry later")
+            return response
+
+    def _replicated(self, req: BoltRequest) -> bool:
+        """Whether enough replicas hold every write so far (the listener's among them)."""
+        try:
+            held = replicas_holding(self._redis, self._replicas, self._ack_timeout_ms)
+        except RedisError as error:
+            metrics.redis_error("web")
+            log.error("Redis is unavailable (%s) while waiting for replicas; answering 503", error)
+            return False
+        if held >= self._replicas:
+            return True
+        metrics.UNREPLICATED_ACKS.inc()
+        log.error(
+            "%d of %d replicas hold event %s after %d ms: not acknowledged; answering 503 so Slack retries",
+            held, self._replicas, req.body.get("event_id") or req.body.get("type"), self._ack_timeout_ms,
+        )  # fmt: skip
+        return False
 
 
 def build_app(settings: Settings, redis: Redis, identity: SlackIdentity | None = None) -> App:
     client = web_client(settings)
     app = _App(
+        redis,
+        settings.replicas_to_ack,
+        settings.REDIS_ACK_TIMEOUT_MS,
         signing_secret=settings.SLACK_SIGNING_SECRET,
         client=client,
         # Not Bolt's single-token authorisation: that answers 200 when auth.test fails, and

@@ -154,6 +154,9 @@ def cancel_key(key: SessionKey) -> str:
 # Pub/sub: a session key, published with every cancel of a running turn; the process running
 # that turn hears it (jobs.turn.cancels). The `cancel` flag above is the durable record.
 CANCELS_CHANNEL: Final = f"{PREFIX}:cancels"
+# Written just before web's WAIT, on its connection (jobs.replication): the replicas that hold it
+# hold every earlier write.
+REPLICATION_MARK: Final = f"{PREFIX}:replicated"
 
 
 def unknown_result_notice_key(key: SessionKey, tool_call_id: str) -> str:

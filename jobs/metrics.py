@@ -120,6 +120,10 @@ SLACK_RETRY_AFTER = Counter(
 REDIS_ERRORS = Counter(
     "threadline_redis_errors_total", "Redis errors that stopped a piece of work, by where", ["where"]
 )
+UNREPLICATED_ACKS = Counter(
+    "threadline_unreplicated_acks_total",
+    "Slack requests answered 503 because too few replicas held their input in time",
+)
 
 
 # jobs.input's words for what became of an input, as the metric counts them.

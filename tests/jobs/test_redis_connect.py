@@ -50,7 +50,9 @@ def test_the_sentinel_url_gives_the_database_and_credentials_not_the_host() -> N
     assert target.server_kwargs() == {"db": 3, "username": "me", "password": "p@ss", "ssl": True}
 
 
-def test_a_client_reaches_the_primary_sentinel_names_in_the_urls_database(sentinel_redis: SentinelRedis) -> None:
+def test_a_client_reaches_the_primary_sentinel_names_in_the_urls_database(
+    sentinel_redis: SentinelRedis,
+) -> None:
     client = connect(target_of(sentinel_redis, "redis://ignored:1/4"))
     client.set("tl:test:where", "here")
     primary_db4 = connect(RedisTarget(f"redis://127.0.0.1:{sentinel_redis.primary.port}/4"))
@@ -65,7 +67,7 @@ def test_the_same_clients_follow_a_failover_without_a_restart(sentinel_redis: Se
         twin = aio_twin(client)  # the asyncio client a turn's loop uses
         client.set("tl:test:before", "1")
         await twin.set("tl:test:async-before", "1")
-        assert client.execute_command("WAIT", 1, 2000) == 1
+        assert client.wait(1, 2000) == 1
 
         await asyncio.to_thread(sentinel_redis.fail_over)
 
