@@ -32,6 +32,7 @@ from gateway.authz import nobody_approves
 from gateway.manifest import BOT_SCOPES
 from gateway.slack_client import web_client
 from jobs.queues import SERIALIZER, TURNS_QUEUE
+from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
 from jobs.storage import StorageSeen, storage_seen_by
 from jobs.turn.sandbox import shell_sandbox
@@ -58,17 +59,86 @@ def _said(error: Exception) -> str:
     return f"{type(error).__name__}: {redact_text(str(error))[:300]}"
 
 
+def _redis(settings: Settings) -> Redis:
+    return connect(
+        RedisTarget.of(settings), socket_timeout_s=CHECK_TIMEOUT_S, connect_timeout_s=CHECK_TIMEOUT_S
+    )
+
+
+def _where(settings: Settings) -> str:
+    shown = redact_url(settings.REDIS_URL or "")
+    if not settings.sentinels:
+        return shown
+    sentinels = ",".join(f"{host}:{port}" for host, port in settings.sentinels)
+    return f"{settings.REDIS_SENTINEL_SERVICE or '?'} via Sentinel {sentinels} ({shown})"
+
+
 def check_redis(settings: Settings) -> Check:
     if not settings.REDIS_URL:
         return Check(
             False, "redis", "REDIS_URL is not set", "set REDIS_URL, or use `threadline sandbox` (embedded)"
         )
-    shown = redact_url(settings.REDIS_URL)
     try:
-        info = Redis.from_url(settings.REDIS_URL, socket_connect_timeout=CHECK_TIMEOUT_S).info("server")
+        info = _redis(settings).info("server")
     except Exception as error:
-        return Check(False, "redis", f"{shown}: {_said(error)}", "start redis-server or correct REDIS_URL")
-    return Check(True, "redis", f"{shown} (Redis {info.get('redis_version', '?')})")
+        fix = "start redis-server or correct REDIS_URL (and REDIS_SENTINELS, REDIS_SENTINEL_SERVICE)"
+        return Check(False, "redis", f"{_where(settings)}: {_said(error)}", fix)
+    return Check(True, "redis", f"{_where(settings)} (Redis {info.get('redis_version', '?')})")
+
+
+REPLICAS_FIX = (
+    "start a replica (`replicaof`), or set REDIS_MIN_REPLICAS_ACK=0 to acknowledge unreplicated input"
+)
+
+
+def check_replicas(settings: Settings) -> Check:
+    """The topology (what Sentinel names, the primary's replicas), and whether the replicas an
+    acknowledgement waits for (REDIS_MIN_REPLICAS_ACK) are there: if not, every input is refused."""
+    if not settings.REDIS_URL:
+        return Check(False, "replicas", "no Redis to ask (REDIS_URL is not set)", "see the redis line")
+    wanted = settings.replicas_to_ack
+    try:
+        replication = _redis(settings).info("replication")
+        watched = _sentinels_answering(settings)
+    except Exception as error:
+        return Check(False, "replicas", f"could not ask Redis: {_said(error)}", "see the redis line")
+    replicas = [
+        value for name, value in replication.items() if name.startswith("slave") and isinstance(value, dict)
+    ]
+    online = [each for each in replicas if each.get("state") == "online"]
+    shown = ", ".join(
+        f"{each.get('ip')}:{each.get('port')} {each.get('state')}, lag {each.get('lag')} s"
+        for each in replicas
+    )
+    detail = f"{watched}{replication.get('role', '?')} with {len(replicas)} replica(s)"
+    detail += f" ({shown})" if shown else ""
+    detail += f"; an acknowledgement waits for {wanted}"
+    if len(online) < wanted:
+        return Check(
+            False,
+            "replicas",
+            f"{detail}, but only {len(online)} is online: every input is refused",
+            REPLICAS_FIX,
+        )
+    return Check(True, "replicas", detail)
+
+
+def _sentinels_answering(settings: Settings) -> str:
+    """ "k of n Sentinels name host:port; " (nothing without Sentinel)."""
+    if not settings.sentinels:
+        return "no Sentinel; "
+    target = RedisTarget.of(settings)
+    named = []
+    for host, port in target.sentinels:
+        single = RedisTarget(
+            "", ((host, port),), target.service, target.sentinel_username, target.sentinel_password
+        )
+        try:
+            named.append(single.sentinel(CHECK_TIMEOUT_S).discover_master(target.service))
+        except Exception:
+            continue
+    primaries = ", ".join(sorted({f"{host}:{port}" for host, port in named})) or "no primary"
+    return f"{len(named)} of {len(target.sentinels)} Sentinels name {primaries}; "
 
 
 # What keeps the guarantees across a Redis restart and under memory pressure (README, "Running on
@@ -81,8 +151,8 @@ def check_persistence(settings: Settings) -> Check:
     """Whether Redis keeps what threadline wrote: a restart that forgets, or an eviction, loses input."""
     if not settings.REDIS_URL:
         return Check(False, "persist", "no Redis to ask (REDIS_URL is not set)", "see the redis line")
-    redis = Redis.from_url(settings.REDIS_URL, socket_connect_timeout=CHECK_TIMEOUT_S)
     try:
+        redis = _redis(settings)
         found = {name: str(redis.config_get(name).get(name, "?")) for name in (*DURABLE, "appendfsync")}
     except ResponseError as error:  # a managed Redis may refuse CONFIG: say what to check, never fail forever
         return Check(True, "persist", f"Redis refused CONFIG GET ({_said(error)}); make sure: {DURABLE_FIX}")
@@ -126,7 +196,7 @@ def check_storage(settings: Settings) -> Check:
 
 def _storage_of_turn_workers(settings: Settings) -> list[StorageSeen | None]:
     """What each live turn worker published about its storage (None: nothing yet)."""
-    redis = Redis.from_url(settings.REDIS_URL or "", socket_connect_timeout=CHECK_TIMEOUT_S)
+    redis = _redis(settings)
     workers = Worker.all(connection=redis, serializer=SERIALIZER)
     turn_workers = [worker for worker in workers if TURNS_QUEUE in worker.queue_names()]
     return [storage_seen_by(redis, worker.hostname or "", worker.pid or 0) for worker in turn_workers]
@@ -246,6 +316,7 @@ def check_approvers(settings: Settings) -> Check:
 CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_redis,
     check_persistence,
+    check_replicas,
     check_storage,
     check_slack,
     check_model,

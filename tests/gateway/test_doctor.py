@@ -9,6 +9,8 @@ from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 from jobs.settings import Settings
+from tests.polling import wait_for
+from tests.sentinel_redis import SentinelRedis
 
 
 def named(lines: list[str], check: str) -> str:
@@ -28,6 +30,7 @@ def test_everything_reachable_is_all_ok(
     assert [line.split()[0:2] for line in lines] == [
         ["ok", "redis"],
         ["ok", "persist"],
+        ["ok", "replicas"],
         ["ok", "storage"],
         ["ok", "slack"],
         ["ok", "model"],
@@ -46,7 +49,7 @@ def test_each_problem_gets_one_line_with_its_fix(tmp_path: Path, fake_slack: Fak
     )  # fmt: skip
     lines: list[str] = []
     assert run_doctor(settings, lines.append) == 1
-    assert len(lines) == 8 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
+    assert len(lines) == 9 and all(line.startswith("FAIL") and "-- fix: " in line for line in lines)
     assert "invalid_auth" in named(lines, "slack")
 
 
@@ -162,3 +165,42 @@ def test_a_token_missing_a_scope_of_the_manifest_is_named(tmp_path: Path, fake_s
 def test_a_token_with_every_scope_passes(tmp_path: Path, fake_slack: FakeSlack):
     assert slack_line(fake_slack, tmp_path).startswith("ok   slack")
     assert "every scope of the manifest granted" in slack_line(fake_slack, tmp_path)
+
+
+def test_replicas_show_the_topology_and_fail_without_the_replicas_an_ack_waits_for(
+    tmp_path: Path, durable_redis_url: str
+):
+    alone = replicas_line(Settings.load(REDIS_URL=durable_redis_url))
+    assert alone == ("ok", "no Sentinel; master with 0 replica(s); an acknowledgement waits for 0")
+    verdict, said = replicas_line(Settings.load(REDIS_URL=durable_redis_url, REDIS_MIN_REPLICAS_ACK="1"))
+    assert verdict == "FAIL" and "only 0 is online: every input is refused -- fix: start a replica" in said
+
+
+def test_replicas_under_sentinel_name_the_primary_and_each_replica(tmp_path: Path):
+    servers = SentinelRedis(tmp_path).start()
+    try:
+        settings = Settings.load(REDIS_URL=servers.url, **servers.settings)
+        primary, replica = f"127.0.0.1:{servers.primary.port}", f"127.0.0.1:{servers.replica.port}"
+        verdict, said = replicas_line(settings)
+        assert verdict == "ok"
+        assert said.startswith(f"3 of 3 Sentinels name {primary}; master with 1 replica(s) ({replica} online")
+        assert said.endswith("an acknowledgement waits for 1")
+        assert "threadline via Sentinel" in named(doctor_lines(settings), "redis")
+
+        servers.replica.stop()
+        gone = lambda: "only 0 is online" in replicas_line(settings)[1]  # noqa: E731
+        wait_for(gone, what="the primary to lose its replica")
+        assert replicas_line(settings)[0] == "FAIL"
+    finally:
+        servers.stop()
+
+
+def doctor_lines(settings: Settings) -> list[str]:
+    lines: list[str] = []
+    run_doctor(settings, lines.append)
+    return lines
+
+
+def replicas_line(settings: Settings) -> tuple[str, str]:
+    verdict, _, said = named(doctor_lines(settings), "replicas").split(None, 2)
+    return verdict, said
