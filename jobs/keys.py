@@ -4,8 +4,9 @@
 This is the one place a key string is assembled: modules call the function for the key they
 use, so the whole layout can be read here. Each key says what it holds and which module owns
 it (writes it; others may read). A session's keys share one hash tag, `{team:channel:thread_ts}`,
-so a Redis Cluster keeps a session on one slot and the Lua scripts that touch several of its
-keys stay legal. RQ's own keys (`rq:job:<id>`, `rq:queue:<name>`, `rq:queues`) are RQ's: we
+which groups them; it does not make threadline run on a Redis Cluster, which is not supported
+(RQ does not run on one, and a mention's one script also writes keys outside the session:
+docs/architecture.md, "Redis"). RQ's own keys (`rq:job:<id>`, `rq:queue:<name>`, `rq:queues`) are RQ's: we
 take them from RQ (`Job.key_for`, `Queue.key`), never spell them.
 """
 

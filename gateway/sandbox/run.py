@@ -106,7 +106,9 @@ def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print
     try:
         redis_url = embedded.start() if embedded else os.environ["REDIS_URL"]
         fake = FakeSlack(bot_token=os.environ.get("SLACK_BOT_TOKEN") or SANDBOX_BOT_TOKEN).start()
-        config = sandbox_config(os.environ, fake.api_url, redis_url, git_checkout(Path.cwd()))
+        # The embedded Redis is one server: Sentinels the environment names are not its.
+        environ = {k: v for k, v in os.environ.items() if not (embedded and k == "REDIS_SENTINELS")}
+        config = sandbox_config(environ, fake.api_url, redis_url, git_checkout(Path.cwd()))
         web_url = f"http://127.0.0.1:{config.web_port}"
         page = SandboxPage(
             fake, f"{web_url}/slack/events", config.signing_secret, command=settings.SLACK_COMMAND,
