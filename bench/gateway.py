@@ -2,6 +2,7 @@
 (issue 7), with its quotas on and off (issue 18).
 
     python -m bench.gateway [--seconds 20] [--rates 100,200,400] [--rounds 3] [--quotas both|on|off]
+    python -m bench.gateway --replica --rates 200   # acknowledging after WAIT for a replica (issue 32)
     python -m bench.gateway --self-check      # only the generator against a trivial ASGI app
 
 First the generator is checked at 1,000 requests/s for 5 s against a trivial ASGI app
@@ -21,6 +22,9 @@ so the next starts from an idle worker and people who have not spoken yet. Each 
 `--rounds` times per rate, alternating with the others, and the table gives medians over the
 rounds: on a 2-core machine one run in a few is disturbed by something else, and a single run
 would let that decide the comparison.
+With `--replica`, the two threadline stacks share a primary of the bench's own that has one
+replica: `no WAIT` acknowledges at once, `WAIT 1` after WAIT has seen a replica hold the input
+(REDIS_MIN_REPLICAS_ACK=1, the default with Sentinel); the verdict gives their p99s side by side.
 Targets: threadline p99 <= 20 ms at 400/s and <= 2x the bare p99 at every rate.
 """
 
@@ -50,6 +54,7 @@ from bench.events import app_mention
 from bench.open_loop import Run, get, post, run_open_loop
 from gateway.processes.cpu_priority import lower_priority_to
 from gateway.processes.web import EVENTS_PATH, WEB_THREADS
+from gateway.sandbox.redis_servers import ReplicatedRedis
 from gateway.sandbox.signing import event_request
 from gateway.sandbox.stack import (
     BOT_TOKEN,
@@ -76,6 +81,7 @@ QUOTAS_OFF = {
     )
 }
 QUOTAS_OFF_DB = 13  # the `no quotas` stack's Redis database (threadline's is --redis)
+NO_WAIT, WAIT_ONE = "no WAIT", "WAIT 1"  # --replica's stacks
 # Slack delivers from many hosts over many connections; one per gunicorn thread (2 x 8) spreads
 # events over both worker processes, as far as gunicorn's accept race spreads the connections.
 CONNECTIONS = 16
@@ -320,7 +326,12 @@ class Ours:
     env: dict[str, str]
 
 
-def threadline_stacks(args: argparse.Namespace) -> list[Ours]:
+def threadline_stacks(args: argparse.Namespace, replicated: str | None = None) -> list[Ours]:
+    if replicated is not None:  # --replica: the same primary, acknowledging after WAIT or not
+        return [
+            Ours(NO_WAIT, _with_db(replicated, 0), {"REDIS_MIN_REPLICAS_ACK": "0"}),
+            Ours(WAIT_ONE, _with_db(replicated, 1), {"REDIS_MIN_REPLICAS_ACK": "1"}),
+        ]
     stacks = []
     if args.quotas in ("on", "both"):
         stacks.append(Ours("threadline", args.redis, {}))
@@ -342,18 +353,28 @@ def measure(port: int, run: int, rate: int, seconds: float, connections: int) ->
 
 
 def compare(args: argparse.Namespace) -> list[Pair]:
-    ours = threadline_stacks(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.replica:
+            return _compare(args, threadline_stacks(args), Path(tmp))
+        servers = ReplicatedRedis(Path(tmp) / "redis").start()
+        try:
+            return _compare(args, threadline_stacks(args, servers.primary_url), Path(tmp))
+        finally:
+            servers.stop()
+
+
+def _compare(args: argparse.Namespace, ours: list[Ours], tmp: Path) -> list[Pair]:
     redis = {stack.name: Redis.from_url(stack.redis_url) for stack in ours}
     for connection in redis.values():
         connection.flushdb()
     env = {"WEB_CONCURRENCY": str(args.web_workers), "APPROVAL_TOOLS": ""}
     pairs = []
-    with fakes_process() as fakes, tempfile.TemporaryDirectory() as tmp:
+    with fakes_process() as fakes:
         stacks: dict[str, Stack] = {}
         for name, url, extra in [("bare", args.redis, {}), *((o.name, o.redis_url, o.env) for o in ours)]:
-            (Path(tmp) / name).mkdir()
+            (tmp / name).mkdir()
             fake_urls = (fakes.slack_api_url, fakes.llm_base_url)
-            stacks[name] = Stack(Path(tmp) / name, url, *fake_urls, **env, **extra)
+            stacks[name] = Stack(tmp / name, url, *fake_urls, **env, **extra)
         try:
             bare = start_bare(stacks["bare"])
             started = {stack.name: stacks[stack.name].start(workers=args.workers) for stack in ours}
@@ -472,6 +493,10 @@ def print_verdict(pairs: list[Pair]) -> None:
         if {"threadline", "no quotas"} <= pair.ours.keys():
             on, off = pair.ours["threadline"].percentile_ms(99), pair.ours["no quotas"].percentile_ms(99)
             print(f"{pair.rate}/s quotas on vs off: p99 {on:.2f} vs {off:.2f} ms ({on / off:.2f}x)")
+        if {NO_WAIT, WAIT_ONE} <= pair.ours.keys():
+            waited, alone = pair.ours[WAIT_ONE].percentile_ms(99), pair.ours[NO_WAIT].percentile_ms(99)
+            print(f"{pair.rate}/s WAIT for 1 replica vs none: p99 {waited:.2f} vs {alone:.2f} ms "
+                  f"({waited / alone:.2f}x)")  # fmt: skip
 
 
 def _than(figure: float, target: float) -> str:
@@ -503,6 +528,12 @@ def main() -> None:
         choices=("both", "on", "off"),
         default="both",
         help=f"threadline with the default quotas, with none (on Redis database {QUOTAS_OFF_DB}), or both",
+    )
+    parser.add_argument(
+        "--replica",
+        action="store_true",
+        help="instead of --quotas: threadline acknowledging without WAIT and after WAIT for 1 replica,"
+        " on a primary of the bench's own with one replica (append-only, as production runs)",
     )
     parser.add_argument("--self-check", action="store_true", help="only check the generator")
     parser.add_argument("--self-check-seconds", type=float, default=SELF_CHECK_SECONDS)

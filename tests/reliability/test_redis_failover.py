@@ -16,6 +16,7 @@ from redis import Redis
 
 from agent.testing import FakeLLM, calls, text
 from gateway.sandbox.fake_slack import FakeSlack
+from gateway.sandbox.redis_servers import ReplicatedRedis
 from gateway.sandbox.stack import Stack
 from jobs.keys import SessionKey
 from jobs.redis_connect import RedisTarget, connect
@@ -25,7 +26,7 @@ from tests.e2e.test_live_turns import state
 from tests.e2e.turns import Session
 from tests.polling import wait_for
 from tests.sandboxing import open_for_the_sandbox, workspace_of
-from tests.sentinel_redis import ReplicatedRedis, SentinelRedis
+from tests.sentinel_redis import SentinelRedis
 from tests.slack_events import mention
 from tests.unattended import UNATTENDED
 
