@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 from redis import Redis
 from rq import Queue
-from rq.exceptions import DuplicateJobError
+from rq.exceptions import DuplicateJobError, InvalidJobOperation
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from jobs.keys import QUEUED_SESSIONS, SessionKey, delivery_queued_key, turn_queued_key
@@ -128,11 +129,14 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     """Enqueue a delivery unless one is queued and not yet started (it will drain this notice too).
 
     The delivery job calls `delivery_started` before it reads the outbox, so a notice posted
-    after that point always schedules a new job. The flag holds its job's id: a job queued more
-    than STUCK_AFTER_S ago, no longer on the queue and never started, was taken by a worker that
-    died, and holds nothing back (one younger is trusted: asking costs a walk of the queue). A
-    sub-agent's session has no thread: its notices stay in its outbox, and what people should
-    see reaches its root's thread instead.
+    after that point always schedules a new job. The flag holds its job's id, and is trusted
+    only while that job is still to run: RQ says it is queued, and it is either young or still
+    on the queue. A job RQ started (or failed) that never took the flag died first, in a crash
+    or a Redis failover; one queued more than STUCK_AFTER_S ago and no longer on the queue was
+    taken by a worker that died before starting it (asking the queue costs a walk of it, so a
+    younger one is trusted). Either way it holds nothing back: a new job is queued. A sub-agent's
+    session has no thread: its notices stay in its outbox, and what people should see reaches
+    its root's thread instead.
     """
     if key.is_subagent:
         return False
@@ -141,9 +145,8 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     flag = delivery_queued_key(key)
     held = lua(redis, _CLAIM_DELIVERY)(keys=[flag], args=[job_id, QUEUED_FLAG_TTL_S])
     if held:
-        held_id, left_s = text(held[0]), int(held[1])
-        if QUEUED_FLAG_TTL_S - left_s < STUCK_AFTER_S or slack.get_job_position(held_id) is not None:
-            return False  # queued: it reads the outbox after this notice
+        if _still_to_run(slack, text(held[0]), queued_s=QUEUED_FLAG_TTL_S - int(held[1])):
+            return False  # it reads the outbox after this notice
         redis.set(flag, job_id, ex=QUEUED_FLAG_TTL_S)
     try:
         slack.enqueue(
@@ -158,6 +161,16 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
         redis.delete(flag)
         raise
     return True
+
+
+def _still_to_run(slack: Queue, job_id: str, *, queued_s: int) -> bool:
+    try:
+        status = Job(job_id, connection=slack.connection, serializer=SERIALIZER).get_status()
+    except InvalidJobOperation:  # no such job any more
+        return False
+    if status != JobStatus.QUEUED:
+        return False
+    return queued_s < STUCK_AFTER_S or slack.get_job_position(job_id) is not None
 
 
 def delivery_started(redis: Redis, key: SessionKey) -> None:

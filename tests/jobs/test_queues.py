@@ -1,6 +1,7 @@
 import pytest
 from redis import Redis
 from rq import Queue
+from rq.job import JobStatus
 from rq.utils import import_attribute
 
 from jobs.keys import SessionKey, delivery_queued_key
@@ -57,11 +58,22 @@ def test_a_started_delivery_lets_the_next_notice_schedule_another(redis):
     assert schedule_delivery(redis, KEY) is True
 
 
-def test_a_notice_while_a_delivery_is_queued_costs_one_round_trip(redis):
+def test_a_notice_while_a_delivery_is_queued_costs_two_round_trips(redis):
     schedule_delivery(redis, KEY)
     sent = Counted(redis)
     assert schedule_delivery(sent, KEY) is False
-    assert sent.round_trips == 1  # not the flag's GET, nor a walk of the queue for its job
+    assert sent.round_trips == 2  # the flag's claim and its job's status, not a walk of the queue
+
+
+def test_a_delivery_that_started_and_died_before_taking_the_notices_does_not_hold_up_the_next(redis):
+    """A Redis failover (or a crash) right after the worker started the job, before the job took
+    the flag: the turn's answer, posted a moment later, must still get a delivery."""
+    schedule_delivery(redis, KEY)
+    taken = Queue.dequeue_any([queue(redis, SLACK_QUEUE)], None, connection=redis, serializer=SERIALIZER)
+    assert taken is not None
+    taken[0].set_status(JobStatus.STARTED)  # as RQ's worker does before it runs the job
+    assert schedule_delivery(redis, KEY) is True  # at once, not STUCK_AFTER_S later
+    assert [list(job.args) for job in queue(redis, SLACK_QUEUE).get_jobs()] == [[str(KEY)]]
 
 
 def test_a_delivery_whose_worker_died_before_starting_it_does_not_hold_up_the_next(redis):
