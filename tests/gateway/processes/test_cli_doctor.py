@@ -28,8 +28,8 @@ def test_doctor_exits_zero_when_everything_answers(
     assert main(["doctor"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [
-        ["ok", "redis"], ["ok", "persist"], ["ok", "replicas"], ["ok", "storage"], ["ok", "slack"], ["ok", "model"],
-        ["ok", "workspace"], ["ok", "sandbox"], ["ok", "approvers"],
+        ["ok", "redis"], ["ok", "persist"], ["ok", "replicas"], ["ok", "storage"], ["ok", "slack"],
+        ["ok", "model"], ["ok", "workspace"], ["ok", "sandbox"], ["ok", "approvers"],
     ]  # fmt: skip
 
 
