@@ -136,7 +136,7 @@ def remove(
         except WatchError:
             return Kept(root, "touched since", False)
     deleted += sum(_remove_subagent(redis, key, force) for key in tree)
-    deleted += sum(int(redis.delete(name)) for name in others)  # one tag per command (Cluster)
+    deleted += sum(int(redis.delete(name)) for name in others)
     _forget_recent(redis, root, owner)
     disk = 0 if MetaHash(redis, root).exists() else remove_workspace(settings, root)
     return Removed(root, len(tree), deleted, sum(sizes.values()), disk)

@@ -34,7 +34,7 @@ PER_MILLION = 1_000_000
 
 # KEYS[1] the turn's hash (its `step:<uuid>` field marks the step counted), then every hash the
 # step adds to (the daily ones outside the session's hash slot: like jobs/input.lua, this script
-# needs a standalone Redis, not a Cluster). ARGV: step uuid, input, output, cached, estimated
+# needs one primary: Cluster is not supported). ARGV: step uuid, input, output, cached, estimated
 # (0/1), then a TTL per KEY (0: none). Returns 1 when counted, 0 when it had been counted already.
 _COUNT = """
 if redis.call('HSETNX', KEYS[1], 'step:' .. ARGV[1], 1) == 0 then return 0 end
