@@ -80,9 +80,9 @@ class ReplicatedRedis:
     def start(self) -> ReplicatedRedis:
         durable = ("--appendonly", "yes", "--appendfsync", "everysec", "--save", "")
         # A replica's first sync starts at once, not after Redis's default 5 s wait for others.
-        durable += ("--repl-diskless-sync-delay", "0")
-        self.primary.start(*durable)
-        self.replica.start(*durable, "--replicaof", "127.0.0.1", str(self.primary.port))
+        settings = (*durable, "--repl-diskless-sync-delay", "0")
+        self.primary.start(*settings)
+        self.replica.start(*settings, "--replicaof", "127.0.0.1", str(self.primary.port))
         _wait_until(lambda: replicas_online(self.primary) == 1, "the replica to sync")
         return self
 
