@@ -33,6 +33,7 @@ REDIS_POOL_WAIT_S = 10
 # Short timeouts: a Redis outage must surface as a clear error, not a hung request.
 SOCKET_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 3.0
+HEALTH_CHECK_S = 15  # a connection idle this long is PINGed before it is used again
 SENTINEL_TIMEOUT_S = 1.0  # per sentinel asked; the next one is asked when one does not answer
 
 
@@ -91,13 +92,10 @@ def connect(
     """A client of `target` (`socket_timeout_s=None` for a caller that blocks on purpose, as
     RQ's dequeue does for minutes)."""
     timeouts = {"socket_timeout": socket_timeout_s, "socket_connect_timeout": connect_timeout_s}
+    timeouts["health_check_interval"] = HEALTH_CHECK_S
     if not target.sentinels:
         pool = BlockingConnectionPool.from_url(
-            target.url,
-            max_connections=REDIS_MAX_CONNECTIONS,
-            timeout=REDIS_POOL_WAIT_S,
-            health_check_interval=15,
-            **timeouts,
+            target.url, max_connections=REDIS_MAX_CONNECTIONS, timeout=REDIS_POOL_WAIT_S, **timeouts
         )
         client = Redis(connection_pool=pool)
     else:
