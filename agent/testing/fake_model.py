@@ -48,6 +48,7 @@ class Reply:
     reasoning: str | None = None  # sent as `reasoning_content` (always, empty, on a thinking fake)
     usage: bool = True  # False: the answer reports no usage, as some local servers do
     text_every_s: float = 0.0  # stream: pause before each text piece after the first (a slow writer)
+    rest_gate: threading.Event | None = None  # stream: hold the text after its first piece until set
 
 
 def text(value: str) -> Reply:
@@ -373,6 +374,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                     return
                 delta = (event.get("choices") or [{}])[0].get("delta") or {}
                 has_text = bool(delta.get("content"))
+                if has_text and texts == 1 and reply.rest_gate is not None:
+                    reply.rest_gate.wait(timeout=60)
                 if has_text and texts and reply.text_every_s:
                     time.sleep(reply.text_every_s)
                 self._chunk(f"data: {json.dumps(event)}\n\n".encode())

@@ -12,6 +12,7 @@ posted.
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -53,19 +54,27 @@ def answered(fake_slack, key: SessionKey, text: str) -> dict:
 
 def test_a_turn_streams_its_steps_and_its_answer_takes_feedback(make_stack, fake_slack, fake_llm, redis):
     stack = make_stack(**STREAMING)
+    rest = threading.Event()
     fake_llm.script(
         Reply(text="Let me check the workspace.", tool_calls=[("c1", "shell", '{"command": "echo hi"}')]),
-        Reply(text=ANSWER, text_every_s=0.3),  # 11 pieces, ~3 s of writing: several appends
+        Reply(text=ANSWER, text_every_s=0.1, rest_gate=rest),
     )
     key = start(stack, fake_slack, "what is in the workspace?")
+
+    def answer_streaming() -> bool:
+        return any(
+            m.get("streaming") and shown(m) and ANSWER.startswith(shown(m))
+            for m in bot_messages(fake_slack, key.channel, key.thread_ts)
+        )
+
+    wait_for(answer_streaming, timeout=30, what="the answer's stream, started with its first piece")
+    rest.set()
     answer = answered(fake_slack, key, ANSWER)
 
     later = [c for c in fake_slack.calls() if c.method in ("chat.appendStream", "chat.stopStream")]
     chunks = [chunk for c in later if c.args["ts"] == answer["ts"] for chunk in c.args.get("chunks") or []]
     texts = [chunk["text"] for chunk in chunks if chunk["type"] == "markdown_text"]
-    assert (
-        len(texts) >= 2 and answer["text"] == ANSWER
-    )  # arrived in pieces (the last on the stop), whole and once
+    assert texts and answer["text"] == ANSWER  # arrived in pieces (the rest after the start), whole and once
     assert not [c for c in fake_slack.calls("chat.postMessage") if ANSWER[:30] in str(c.args)]
     step = next(
         m for m in bot_messages(fake_slack, "C111", key.thread_ts) if "Let me check" in m.get("text", "")
