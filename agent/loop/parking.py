@@ -2,13 +2,15 @@
 
 Before a step's calls run, each goes through preflight; a call the permission policy answers
 with "ask" parks the whole step (nothing of it runs yet) and the turn ends, freeing its
-worker. The continuation runs the parked calls with the recorded decisions as the approver,
-so a denied call gets the spec's denial text and an approved one runs exactly once.
+worker. A call with a preview (agent.tools.base.ToolExecution) shows it on its request; one
+whose preview fails asks nobody: it runs with the step and fails with that error. The
+continuation runs the parked calls with the recorded decisions as the approver, so a denied
+call gets the spec's denial text and an approved one runs exactly once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from agent.loop.ports import ParkedCall
@@ -24,10 +26,10 @@ from agent.tools.policy import (
     PermissionPolicy,
     ToolGuard,
 )
-from agent.tools.preflight import PreparedCall, preflight_call
+from agent.tools.preflight import PreparedCall, preflight_call, until_cancelled
 from agent.tools.registry import ToolRegistry
 
-ApprovalCheck = Callable[[list[ToolCall], CancelSignal], list[ParkedCall]]
+ApprovalCheck = Callable[[list[ToolCall], CancelSignal], Awaitable[list[ParkedCall]]]
 
 
 def approval_check(
@@ -35,7 +37,7 @@ def approval_check(
 ) -> ApprovalCheck:
     """The calls of a step that must wait for a person; empty when the step may run now."""
 
-    def check(calls: list[ToolCall], signal: CancelSignal) -> list[ParkedCall]:
+    async def check(calls: list[ToolCall], signal: CancelSignal) -> list[ParkedCall]:
         parked = []
         for call in calls:
             prepared = preflight_call(
@@ -47,10 +49,24 @@ def approval_check(
                 policy=policy,
             )
             if isinstance(prepared, PreparedCall) and isinstance(prepared.decision, Ask):
-                parked.append(ParkedCall(call=call, reason=prepared.decision.reason))
+                asking = await _asking(prepared, prepared.decision, signal)
+                if asking is not None:
+                    parked.append(asking)
         return parked
 
     return check
+
+
+async def _asking(prepared: PreparedCall, decision: Ask, signal: CancelSignal) -> ParkedCall | None:
+    """The call as a person is asked about it; None when its preview failed or the turn was
+    stopped meanwhile (nobody is asked: the call runs with the step and says why)."""
+    if prepared.execution.preview is None:
+        return ParkedCall(call=prepared.call, reason=decision.reason)
+    previewed = await until_cancelled(prepared.execution.preview(), signal)
+    if signal.cancelled or previewed.exception() is not None:
+        return None
+    reason = "\n".join(part for part in (decision.reason, previewed.result()) if part)
+    return ParkedCall(call=prepared.call, reason=reason)
 
 
 def approver_for(decisions: dict[str, ApprovalDecision]) -> Approver:

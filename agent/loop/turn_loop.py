@@ -30,6 +30,7 @@ from agent.loop.ports import (
     DeferredResults,
     NoDeferredResults,
     NullReporter,
+    ParkedCall,
     ParkedStep,
     StepStarted,
     StepText,
@@ -51,6 +52,7 @@ from agent.tokens import answer_usage, estimate_request_overhead
 from agent.tools import texts
 from agent.tools.base import ToolResult, error_result
 from agent.tools.batch import BatchAdapter
+from agent.tools.cancel import CancelSignal
 from agent.tools.policy import Approver
 from agent.tools.texts import CancelReason
 from agent.wire import (
@@ -120,7 +122,7 @@ class Loop:
         self.folder = folder
         self.system_prompt = system_prompt
         self.tool_declarations = tool_declarations
-        self.needs_approval = needs_approval or (lambda calls, signal: [])
+        self.needs_approval = needs_approval or _nothing_parked
         self.config = config
         self.reporter = reporter or NullReporter()
         self.deferrals = deferrals or NoDeferredResults()
@@ -206,7 +208,7 @@ class Loop:
         if cut:
             return await self._refuse_cut_calls(step_uuid, turn_id, step, calls, usage)
         self._cut_in_a_row = 0
-        parked = self.needs_approval(calls, self.signal)
+        parked = await self.needs_approval(calls, self.signal)
         if parked:
             await self.sink.park(step_uuid, parked)
             return TurnOutcome("awaiting_approval", steps=step)
@@ -434,3 +436,7 @@ class _KeeperHost:
 
     async def cancellable(self, work: Awaitable[T], turn_id: str, step: int) -> T:
         return await self._loop.stopping.cancellable(work, turn_id, step)
+
+
+async def _nothing_parked(calls: list[ToolCall], signal: CancelSignal) -> list[ParkedCall]:
+    return []

@@ -89,11 +89,16 @@ class ToolContext:
 
 @dataclass(slots=True)
 class ToolExecution:
-    """A prepared call: what it touches (None = everything) and the coroutine that runs it."""
+    """A prepared call: what it touches (None = everything) and the coroutine that runs it.
+
+    `preview`, for a call that asks a person first: what they should see besides its arguments
+    (the target and the changes of a pull request). It runs only when a person is asked; an
+    exception from it is the call's result instead, and nobody is asked."""
 
     run: Callable[[], Awaitable[Any]]
     accesses: Sequence[Access] | None = None
     stop_batch_after_this: bool = False
+    preview: Callable[[], Awaitable[str]] | None = None
 
 
 P = TypeVar("P", bound=BaseModel)

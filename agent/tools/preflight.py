@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,6 +23,7 @@ from agent.tools import texts
 from agent.tools.arguments import parse_tool_call_arguments
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult, error_result
 from agent.tools.cancel import CancelSignal
+from agent.tools.output import failure_result
 from agent.tools.policy import (
     Allow,
     ApprovalRequest,
@@ -39,6 +41,7 @@ from agent.tools.policy import (
 from agent.tools.registry import ToolRegistry
 from agent.tools.workspace import PathSecurityError
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
@@ -125,17 +128,18 @@ async def settle_permission(
         return None
     assert isinstance(decision, Ask)
     name = prepared.call.name
+    reason = decision.reason
+    if prepared.execution.preview is not None:
+        previewed = await until_cancelled(prepared.execution.preview(), signal)
+        if signal.cancelled:
+            return error_result(texts.aborted(name, signal.reason or "aborted"))
+        if previewed.exception() is not None:
+            return failure_result(name, previewed.exception())  # type: ignore[arg-type]  # not None: just checked
+        reason = "\n".join(part for part in (reason, previewed.result()) if part)
     if approver is None:
         return error_result(texts.approval_cancelled(name))
-    request = ApprovalRequest(prepared.call.id, name, prepared.arguments, decision.reason)
-    answer = asyncio.ensure_future(approver(request))
-    cancelled = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait({answer, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in (answer, cancelled):
-            if not waiter.done():
-                waiter.cancel()
+    request = ApprovalRequest(prepared.call.id, name, prepared.arguments, reason)
+    answer = await until_cancelled(approver(request), signal)
     if signal.cancelled:
         return error_result(texts.aborted(name, signal.reason or "aborted"))
     if answer.exception() is not None:
@@ -149,3 +153,16 @@ async def settle_permission(
     if isinstance(reply, Expired):
         return error_result(texts.approval_expired(name, reply.after))
     return error_result(texts.approval_cancelled(name))
+
+
+async def until_cancelled(work: Awaitable[T], signal: CancelSignal) -> asyncio.Future[T]:
+    """`work`, done or dropped when the call is cancelled first; the future says which."""
+    done = asyncio.ensure_future(work)
+    cancelled = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait({done, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in (done, cancelled):
+            if not waiter.done():
+                waiter.cancel()
+    return done

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Any, Protocol
 
 from agent.tools.accesses import ALL, Access, AllAccess
@@ -56,11 +57,7 @@ class LockedTool(Tool[Any]):
         writes = writes_of(execution.accesses)
         if not writes:
             return execution
-        return ToolExecution(
-            run=lambda: self._run_locked(execution, writes),
-            accesses=execution.accesses,
-            stop_batch_after_this=execution.stop_batch_after_this,
-        )
+        return replace(execution, run=lambda: self._run_locked(execution, writes))
 
     async def _run_locked(self, execution: ToolExecution, writes: tuple[Access, ...]) -> Any:
         async with self.lock.hold(writes):

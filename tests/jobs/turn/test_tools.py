@@ -3,6 +3,7 @@ built from settings as `jobs/turn/runner.py` builds them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def parked(redis, tmp_path: Path, **settings: str) -> dict[str, str | None]:
     tools = turn_tools(SessionStore(redis, KEY), config, tmp_path, None, list)
     check = approval_check(tools.registry, tmp_path, approval_policy(config))
     step = [ToolCall(id=name, name=name, arguments=json.dumps(args)) for name, args in CALLS.items()]
-    return {p.call.name: p.reason for p in check(step, CancelSignal())}
+    return {p.call.name: p.reason for p in asyncio.run(check(step, CancelSignal()))}
 
 
 def test_a_turns_shell_and_http_get_wait_for_approval_by_default(redis, tmp_path: Path):
