@@ -12,7 +12,15 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
@@ -99,7 +107,13 @@ EXPECTED: dict[str, str] = {
     "SHELL_MEMORY_MB": "MiB of data memory (RLIMIT_DATA) each sandboxed process may use (≥ 16)",
     "SHELL_MAX_PROCESSES": "processes and threads one sandboxed command may run at once (≥ 2)",
     "SHELL_MAX_FILE_MB": "the largest file, in MiB, a sandboxed command may write (a positive integer)",
-    "CHANNEL_REPOS": 'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}',
+    "CHANNEL_REPOS": (
+        'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}, or to '
+        '{"url": ..., "forge": "github", "repo": "owner/name", "base": "main"} for pull requests'
+    ),
+    "GITHUB_API_URL": "the base URL of GitHub's REST API (https://api.github.com or a GitHub Enterprise one)",
+    "COMMIT_AUTHOR_NAME": "the author name of the commits a pull request carries",
+    "COMMIT_AUTHOR_EMAIL": "the author email of the commits a pull request carries",
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
     "LEASE_TTL_SECONDS": "seconds a silent worker keeps its session (a dead one is noticed after this)",
     "JANITOR_INTERVAL_SECONDS": "how often each worker looks for turns whose worker died (seconds)",
@@ -130,6 +144,31 @@ EXPECTED: dict[str, str] = {
 
 class SettingsError(SystemExit):
     """Raised (and printed as one line) when the environment cannot run this process."""
+
+
+class ChannelRepo(BaseModel):
+    """A channel's repository: where its sessions' workspaces are cloned from and, with a forge,
+    where their pull requests go. A plain string is the URL alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(min_length=1)
+    forge: Literal["github"] | None = None
+    repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base: str = Field(default="main", pattern=r"^[A-Za-z0-9_./-]+$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_alone(cls, value: Any) -> Any:
+        return {"url": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _forge_names_its_repo(self) -> ChannelRepo:
+        if self.forge is not None and self.repo is None:
+            raise ValueError('a forge needs "repo": "owner/name"')
+        if ".." in self.base or self.base.startswith(("/", "-")) or self.base.endswith("/"):
+            raise ValueError("not a branch name")
+        return self
 
 
 class Settings(BaseSettings):
@@ -246,7 +285,14 @@ class Settings(BaseSettings):
     SHELL_MEMORY_MB: int = Field(default=2048, ge=16)
     SHELL_MAX_PROCESSES: int = Field(default=256, ge=2)
     SHELL_MAX_FILE_MB: int = Field(default=1024, gt=0)
-    CHANNEL_REPOS: dict[str, str] = Field(default_factory=dict)
+    CHANNEL_REPOS: dict[str, ChannelRepo] = Field(default_factory=dict)
+    # Pull requests (jobs/forge): the worker pushes and calls the forge with this; never the sandbox.
+    GITHUB_TOKEN: str | None = None
+    GITHUB_API_URL: str = "https://api.github.com"
+    COMMIT_AUTHOR_NAME: str = "threadline"
+    COMMIT_AUTHOR_EMAIL: str = Field(
+        default="threadline@users.noreply.github.com", pattern=r"^[^<>\s]+@[^<>\s]+$"
+    )
     SHARED_SKILLS_DIR: Path | None = None
     # A swarm of up to 128 items must not fill the turns queue ahead of every other thread's
     # turn; 4 keeps a swarm busy on a few workers and leaves room for the rest.
@@ -485,7 +531,14 @@ def _missing_line(names: list[str]) -> str:
 
 # An invalid value is echoed so the operator can see the typo, except where it holds a secret.
 SECRET_SETTINGS = frozenset(
-    {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "LLM_API_KEY", "REDIS_SENTINEL_PASSWORD"}
+    {
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "SLACK_APP_TOKEN",
+        "LLM_API_KEY",
+        "REDIS_SENTINEL_PASSWORD",
+        "GITHUB_TOKEN",
+    }
 )
 URL_SETTINGS = frozenset({"REDIS_URL", "LLM_BASE_URL", "SLACK_API_URL"})
 

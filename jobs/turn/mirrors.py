@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agent.redaction import redact_text, redact_url
-from jobs.settings import Settings
+from jobs.forge.git import auth_environment
+from jobs.settings import ChannelRepo, Settings
 
 MIRRORS_DIR = ".mirrors"
 GIT_TIMEOUT_S = 600  # a large repository over a slow link; a turn has an hour
@@ -37,20 +38,26 @@ def mirror_path(settings: Settings, repository: str) -> Path:
 
 def channel_mirror(settings: Settings, channel: str | None) -> Path | None:
     """The mirror a session in `channel` borrows objects from, if its channel has a repository."""
-    repository = settings.CHANNEL_REPOS.get(channel) if channel is not None else None
+    channel_repo = settings.CHANNEL_REPOS.get(channel) if channel is not None else None
+    repository = channel_repo.url if channel_repo is not None else None
     return None if repository is None else mirror_path(settings, repository)
 
 
-def refresh_mirror(settings: Settings, repository: str) -> tuple[Path, str | None]:
+def forge_token(settings: Settings, channel_repo: ChannelRepo) -> str | None:
+    """The token git needs for this repository: the forge's, when it has one."""
+    return settings.GITHUB_TOKEN if channel_repo.forge == "github" else None
+
+
+def refresh_mirror(settings: Settings, repository: str, token: str | None = None) -> tuple[Path, str | None]:
     """Make or fetch the repository's mirror; the mirror and why it failed (None: it did not)."""
     mirror = mirror_path(settings, repository)
     mirror.parent.mkdir(parents=True, exist_ok=True)
     with _locked(mirror.with_name(mirror.name + ".lock")):
         if mirror.is_dir():
-            return mirror, run_git(["-C", str(mirror), "fetch", "--quiet", "origin"], repository)
+            return mirror, run_git(["-C", str(mirror), "fetch", "--quiet", "origin"], repository, token)
         partial = mirror.with_name(mirror.name + ".cloning")
         shutil.rmtree(partial, ignore_errors=True)  # left by a worker that died mid-clone
-        failure = run_git(["clone", "--quiet", "--mirror", repository, str(partial)], repository)
+        failure = run_git(["clone", "--quiet", "--mirror", repository, str(partial)], repository, token)
         for name, value in MIRROR_CONFIG if failure is None else ():
             failure = failure or run_git(["-C", str(partial), "config", name, value], repository)
         if failure is None:
@@ -58,11 +65,12 @@ def refresh_mirror(settings: Settings, repository: str) -> tuple[Path, str | Non
         return mirror, failure
 
 
-def run_git(arguments: list[str], repository: str) -> str | None:
+def run_git(arguments: list[str], repository: str, token: str | None = None) -> str | None:
     """None when git succeeded, else why not (redacted). Returned, not raised: git's error names
-    the command, token and all, and must not ride along as an exception's context."""
+    the command, token and all, and must not ride along as an exception's context. A forge's
+    `token` reaches this one git process only (jobs.forge.git.auth_environment)."""
     # No terminal: a repository that wants credentials fails at once instead of waiting for input.
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **auth_environment(token)}
     try:
         subprocess.run(
             ["git", *arguments], check=True, capture_output=True, text=True, timeout=GIT_TIMEOUT_S,

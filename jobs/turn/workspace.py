@@ -18,6 +18,7 @@ tools keep new files with the workspace's owner (agent/tools/workspace.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -26,11 +27,13 @@ from pathlib import Path
 
 from agent.redaction import redact_url
 from agent.tools.sandbox import sandbox_user
+from jobs.forge.branch import base_file, record_base, shadow_dir
+from jobs.forge.git import GitFailed, git
 from jobs.keys import SessionKey
 from jobs.session.meta import MetaHash
-from jobs.settings import Settings
+from jobs.settings import ChannelRepo, Settings
 from jobs.storage import storage_id
-from jobs.turn.mirrors import refresh_mirror, run_git
+from jobs.turn.mirrors import forge_token, refresh_mirror, run_git
 from jobs.turn.sandbox import shell_sandbox
 
 log = logging.getLogger(__name__)
@@ -75,12 +78,12 @@ def workspace_path(settings: Settings, key: SessionKey) -> Path:
 
 def ensure_workspace(settings: Settings, key: SessionKey) -> Path:
     path = workspace_path(settings, key)
-    repository = settings.CHANNEL_REPOS.get(key.channel)
+    channel_repo = settings.CHANNEL_REPOS.get(key.channel)
     if not path.exists():
-        if repository is None:
+        if channel_repo is None:
             path.mkdir(parents=True, exist_ok=True)
         else:
-            _clone(settings, repository, path)
+            _clone(settings, channel_repo, path)
     owner = sandbox_user(shell_sandbox(settings))
     if owner is not None:
         hand_over(path, owner)
@@ -94,7 +97,8 @@ def remove_workspace(settings: Settings, key: SessionKey) -> int:
     the sandbox's uid owns the files, and a directory the agent made read-only is opened first."""
     path = workspace_path(settings, key)
     # The team's and channel's directories stay: a new session there may be creating its own.
-    return sum(_remove_tree(each) for each in (path, path.with_name(path.name + ".cloning")))
+    beside = (path.with_name(path.name + ".cloning"), base_file(path), shadow_dir(path))
+    return sum(_remove_tree(each) for each in (path, *beside))
 
 
 def disk_bytes(path: Path) -> int:
@@ -151,17 +155,22 @@ def hand_over(path: Path, owner: tuple[int, int]) -> None:
     log.info("handed %s over to uid %d for the shell sandbox", path, owner[0])
 
 
-def _clone(settings: Settings, repository: str, path: Path) -> None:
+def _clone(settings: Settings, channel_repo: ChannelRepo, path: Path) -> None:
+    repository, token = channel_repo.url, forge_token(settings, channel_repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".cloning")
     shutil.rmtree(partial, ignore_errors=True)  # left by a worker that died mid-clone
-    mirror, failure = refresh_mirror(settings, repository)
+    mirror, failure = refresh_mirror(settings, repository, token)
     if failure is None:
         # --no-local: a repository given as a path would otherwise be copied (hard links on one
         # filesystem, a full copy across two) instead of borrowed from the mirror.
         arguments = ["clone", "--quiet", "--no-local", "--reference", str(mirror), repository, str(partial)]
-        failure = run_git(arguments, repository)
+        failure = run_git(arguments, repository, token)
     if failure is not None:
         raise WorkspaceError(f"could not clone {redact_url(repository)} for this channel: {failure}")
+    # What a pull request's first commit starts from (jobs.forge.branch): read now, before the
+    # sandbox may rewrite the clone's history.
+    with contextlib.suppress(GitFailed):  # an empty repository: nothing to start from
+        record_base(path, git(partial / ".git", "rev-parse", "--verify", "HEAD").strip())
     partial.rename(path)  # a crash mid-clone leaves no half workspace behind
     log.info("cloned %s into %s (objects shared with %s)", redact_url(repository), path, mirror)

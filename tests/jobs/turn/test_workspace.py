@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent.testing import LocalServer, QuietHandler
+from jobs.forge.branch import recorded_base
 from jobs.keys import SessionKey
 from jobs.settings import Settings
 from jobs.turn.workspace import WorkspaceError, disk_bytes, ensure_workspace, remove_workspace, workspace_path
@@ -33,6 +34,13 @@ def test_a_channel_pointed_at_a_repository_starts_from_a_clone(tmp_path: Path):
     path = ensure_workspace(settings, KEY)
     assert (path / "README.md").read_text() == "hello from the team repo\n"
     assert (path / ".git").is_dir()
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
+    assert recorded_base(path) == head.stdout.strip()  # what a pull request starts from, kept beside it
+
+    remove_workspace(settings, KEY)
+    assert recorded_base(path) is None and not path.exists()
 
 
 def test_sessions_of_a_repository_channel_share_one_object_store(tmp_path: Path):
