@@ -313,6 +313,11 @@ def reacted_key(key: SessionKey) -> str:
     return key.redis_key("reacted")
 
 
+def pull_request_key(key: SessionKey) -> str:
+    """String: the thread's pull request (jobs.forge.pull_requests.PullRequestRecord JSON)."""
+    return key.redis_key("pull_request")
+
+
 def card_key(key: SessionKey) -> str:
     """String: the turn's progress card JSON, without its sub-agents' lines
     (jobs.delegation.tree_cards)."""
@@ -421,7 +426,7 @@ def fixed_session_keys(key: SessionKey) -> list[str]:
              approval_deciders_key, waits_key, children_key, approval_routes_key, card_key,
              card_children_key, delivery_queued_key, delivering_key, deliver_again_key,
              ledger_key, in_flight_key, ledger_notes_key, pending_cards_key, progress_key, subagents_key,
-             live_key, feedback_key, repairs_key, usage_key)  # fmt: skip
+             live_key, feedback_key, repairs_key, usage_key, pull_request_key)  # fmt: skip
     return [each(key) for each in named] + [timer_key(key, purpose) for purpose in TIMER_PURPOSES]
 
 

@@ -1,7 +1,8 @@
 """Every notice other than a progress snapshot, as a message posted once (or an edit of one).
 
 An approval card is posted under the ledger entry `approval:<id>` so its decision can edit it;
-a compaction's "started" message is edited into its outcome.
+a compaction's "started" message is edited into its outcome; the thread's pull request card
+(ledger entry `pull_request`) is edited by each later push.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from jobs.session.notices import (
     FileNotice,
     InfoNotice,
     Notice,
+    PullRequestNotice,
     ReactionNotice,
     UnknownResultNotice,
 )
@@ -40,6 +42,7 @@ REACTION_ERRORS_TO_SKIP = frozenset(
 log = logging.getLogger(__name__)
 
 COMPACTION_MESSAGE = "compaction_message"  # ledger note: ts of the running compaction's message
+PULL_REQUEST_CARD = "pull_request"  # ledger entry: the thread's pull request card
 
 
 class NoticePosting:
@@ -65,6 +68,8 @@ class NoticePosting:
             self._react(notice)
         elif isinstance(notice, FileNotice):
             post_session_file(self.poster, notice_id, notice)
+        elif isinstance(notice, PullRequestNotice):
+            self._pull_request(notice)
         else:
             self._simple(notice_id, notice)
 
@@ -114,6 +119,15 @@ class NoticePosting:
         card = self.ledger.ts(entry)
         if card is None:
             self._post(notice_id, message)
+        else:
+            self.poster.update(card, message)
+
+    def _pull_request(self, notice: PullRequestNotice) -> None:
+        """One card per thread (one pull request per thread): posted once, then edited."""
+        message = render.pull_request(notice)
+        card = self.ledger.ts(PULL_REQUEST_CARD)
+        if card is None:
+            self._post(PULL_REQUEST_CARD, message)
         else:
             self.poster.update(card, message)
 

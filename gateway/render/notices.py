@@ -11,15 +11,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.render import buttons
-from gateway.render.text import escape, inline_code, section
+from gateway.render.text import context, escape, inline_code, section, shorten
 from jobs.keys import SessionKey
 from jobs.session.notices import (
     CancelledNotice,
     CompactionNotice,
     ErrorNotice,
     InfoNotice,
+    PullRequestNotice,
     UnknownResultNotice,
 )
+
+CI_SHOWN = {
+    "pending": ":hourglass_flowing_sand: CI running",
+    "success": ":white_check_mark: CI passed",
+    "failure": ":x: CI failed",
+    "error": ":x: CI errored",
+}
 
 
 @dataclass(frozen=True)
@@ -96,3 +104,20 @@ def error(notice: ErrorNotice) -> SlackMessage:
 
 def info(notice: InfoNotice) -> SlackMessage:
     return SlackMessage(text=notice.text)
+
+
+def pull_request(notice: PullRequestNotice) -> SlackMessage:
+    """The thread's pull request card: link, branch, changes, CI and conflicts as last seen."""
+    title = escape(shorten(notice.title))
+    heading = f"*#{notice.number} {title}*"
+    if notice.url.startswith(("https://", "http://")) and not any(c in notice.url for c in "|<> "):
+        heading = f"*<{notice.url}|#{notice.number} {title}>*"
+    where = f"{inline_code(notice.branch)} → {inline_code(notice.base)} on {escape(notice.repo)}"
+    lines = [f":twisted_rightwards_arrows: Pull request {heading}", f"{where} · {escape(notice.stat)}"]
+    if notice.ci is not None:
+        lines.append(CI_SHOWN.get(notice.ci, f"CI: {escape(notice.ci)}"))
+    if notice.conflicts:
+        lines.append(f":warning: The branch conflicts with {inline_code(notice.base)}.")
+    pushes = "1 push" if notice.pushes == 1 else f"{notice.pushes} pushes"
+    text = f"Pull request #{notice.number}: {notice.url}"
+    return SlackMessage(text=text, blocks=[section("\n".join(lines)), context(f"{pushes} from this thread")])

@@ -143,6 +143,22 @@ class FileNotice(_Notice):
     call_id: str
 
 
+class PullRequestNotice(_Notice):
+    """The thread's pull request card (jobs.forge): posted once, edited by each later push."""
+
+    kind: Literal["pull_request"] = "pull_request"
+    repo: str  # owner/name
+    number: int
+    url: str
+    title: str
+    branch: str
+    base: str
+    stat: str  # the last line of `git diff --stat`: files changed, insertions, deletions
+    ci: str | None = None  # the forge's combined status of the head (pending, success, …)
+    conflicts: bool = False  # the forge says the branch does not merge cleanly into `base`
+    pushes: int = 1
+
+
 class ReactionNotice(_Notice):
     """An emoji reaction on a person's message: `add` and/or `remove` (Slack's emoji names)."""
 
@@ -164,6 +180,7 @@ Notice = Annotated[
     | CompactionNotice
     | InfoNotice
     | FileNotice
+    | PullRequestNotice
     | ReactionNotice,
     Field(discriminator="kind"),
 ]

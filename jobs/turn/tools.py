@@ -3,7 +3,8 @@
 Schemas and validators are built once per process (`ToolSetup`); each turn binds what is
 its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
 the session's launcher and history, http_get to the internal hosts the settings open, shell to
-the sandbox of the session's channel, send_file to the session's outbox, the workspace write
+the sandbox of the session's channel, send_file to the session's outbox, open_pull_request to
+the channel's forge (jobs.forge), the workspace write
 lock around every tool, and the profile of a sub-agent (its disabled tools, same policy and
 approval rules as its parent; no send_file).
 """
@@ -24,6 +25,7 @@ from agent.skills import SkillCatalog, SkillTool, listing_text, session_skill_ro
 from agent.tools.base import Tool
 from agent.tools.builtin import HttpGet, SendFile, Shell, builtin_tools
 from agent.tools.builtin.http_policy import HttpGetPolicy
+from agent.tools.builtin.pull_request import OpenPullRequest
 from agent.tools.overlay import ToolOverlay
 from agent.tools.policy import AskForApproval
 from agent.tools.registry import ToolRegistry, openai_tool_declarations
@@ -32,9 +34,11 @@ from jobs.delegation.children import ChildInfo
 from jobs.delegation.launcher import RedisLauncher
 from jobs.delegation.limits import SubagentLimits
 from jobs.delegation.write_lock import RedisWriteLock
+from jobs.forge.pull_requests import ForgePullRequests
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.attachments import OutboxFileSender
+from jobs.turn.mirrors import channel_mirror
 from jobs.turn.sandbox import shell_sandbox
 
 DELEGATION_TOOLS = ("Agent", "AgentSwarm")
@@ -43,7 +47,9 @@ DELEGATION_TOOLS = ("Agent", "AgentSwarm")
 @cache
 def process_registry() -> ToolRegistry:
     """Every tool a turn may offer, with schemas and validators built once per process."""
-    return ToolRegistry([*builtin_tools(), SendFile(), SkillTool(), AgentTool(), AgentSwarmTool()])
+    return ToolRegistry(
+        [*builtin_tools(), SendFile(), OpenPullRequest(), SkillTool(), AgentTool(), AgentSwarmTool()]
+    )
 
 
 @cache
@@ -66,11 +72,15 @@ def check_approval_settings(settings: Settings) -> Settings:
 
 
 def tools_that_ask(settings: Settings) -> list[str]:
-    """The tools whose calls wait for a person's approval under these settings."""
+    """The tools whose calls wait for a person's approval under these settings (open_pull_request
+    only where a channel's repository has a forge: elsewhere it is refused before anyone is asked)."""
     registry = process_registry()
     named, waived = settings.approval_tools, settings.approval_waived_tools
-    declared = [name for name in registry.names if _declares_approval(registry, name) and name not in waived]
-    return sorted({*declared, *(named & set(registry.names))})
+    usable = set(registry.names)
+    if not any(repo.forge for repo in settings.CHANNEL_REPOS.values()):
+        usable.discard("open_pull_request")
+    declared = [name for name in usable if _declares_approval(registry, name) and name not in waived]
+    return sorted({*declared, *(named & usable)})
 
 
 def _declares_approval(registry: ToolRegistry, name: str) -> bool:
@@ -119,10 +129,13 @@ def turn_tools(
         "http_get": http_get_tool(settings.HTTP_GET_ALLOW_HOSTS),
         "shell": Shell(sandbox=shell_sandbox(settings, store.key.channel)),
         "send_file": SendFile(OutboxFileSender(store), settings.UPLOAD_MAX_BYTES),
+        "open_pull_request": OpenPullRequest(
+            ForgePullRequests(store, settings, workspace, channel_mirror(settings, store.key.channel))
+        ),
     }
     hidden = set(profile.disabled_tools)
-    if info is not None:
-        hidden.add("send_file")  # a sub-agent's work reaches the thread through its parent
+    if info is not None:  # a sub-agent's work reaches the thread, and the repository, through its parent
+        hidden.update(("send_file", "open_pull_request"))
     if not catalog.for_model():
         hidden.add("Skill")  # nothing to load: the tool would only invite "not found"
     if not binding.may_delegate:

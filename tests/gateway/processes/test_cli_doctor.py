@@ -56,6 +56,13 @@ def test_doctor_exits_non_zero_and_names_the_fix(
         ({"SLACK_ALLOWED_USERS": "U0A,U0B"}, False),  # a closed group approves its own calls
         ({"APPROVAL_WAIVED_TOOLS": "shell,http_get"}, False),  # nothing asks
         ({"APPROVAL_WAIVED_TOOLS": "shell,http_get", "APPROVAL_TOOLS": "write_file"}, True),
+        (  # pull requests ask where a channel's repository has a forge
+            {
+                "APPROVAL_WAIVED_TOOLS": "shell,http_get",
+                "CHANNEL_REPOS": '{"C1": {"url": "https://h/a/b.git", "forge": "github", "repo": "a/b"}}',
+            },
+            True,
+        ),
     ],
 )
 def test_doctor_fails_when_calls_ask_for_approval_nobody_may_give(

@@ -1,0 +1,403 @@
+"""A fake GitHub: repositories over git's smart HTTP and the REST calls a pull request needs.
+
+Git goes through the real `git http-backend` (CGI) on bare repositories in a directory of the
+fake's own; the REST side answers as GitHub does the few calls threadline makes: list, open
+and edit pull requests, and a commit's combined status. Both check the token the way GitHub
+does: git asks for Basic credentials (any user name, the token as the password), the API takes
+`Authorization: Bearer <token>`. A token holds rights ("contents", "pull_requests"); a call
+needing one it lacks gets GitHub's 403 with `X-Accepted-GitHub-Permissions`. Every call is
+recorded, headers included, for the tests to read.
+
+    forge = FakeForge(tmp_path).start()
+    url = forge.add_repo("acme/app", files={"README.md": "hi\\n"})   # http://…/acme/app.git
+    forge.grant("ghs-token", "contents", "pull_requests")
+    settings.GITHUB_API_URL = forge.api_url
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from agent.testing import LocalServer, QuietHandler
+
+GIT_PATH = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)\.git(?P<rest>/.*)$")
+PULL_PAGE = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/pull/(?P<number>\d+)$")
+API_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/(?P<rest>.*)$")
+PROTECTED_HOOK = """#!/bin/sh
+while read old new ref; do
+  for branch in {branches}; do
+    if [ "$ref" = "refs/heads/$branch" ]; then
+      echo "error: GH006: Protected branch update failed for $ref." >&2
+      exit 1
+    fi
+  done
+done
+"""
+
+
+@dataclass
+class ForgeCall:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    status: int
+
+
+@dataclass
+class PullRequest:
+    number: int
+    repo: str
+    title: str
+    body: str
+    head: str
+    base: str
+    state: str = "open"
+
+    def shown(self, forge: FakeForge) -> dict[str, Any]:
+        sha = forge.head_of(self.repo, self.head)
+        return {
+            "number": self.number,
+            "title": self.title,
+            "body": self.body,
+            "state": self.state,
+            "html_url": f"{forge.url}/{self.repo}/pull/{self.number}",
+            "head": {"ref": self.head, "sha": sha},
+            "base": {"ref": self.base},
+            "mergeable": forge.mergeable.get(self.head, True),
+        }
+
+
+@dataclass
+class _State:
+    rights: dict[str, set[str]] = field(default_factory=dict)
+    pulls: list[PullRequest] = field(default_factory=list)
+    calls: list[ForgeCall] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)  # sha -> combined state
+
+
+class FakeForge:
+    def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.root = root / "forge"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.state = _State()
+        self.mergeable: dict[str, bool] = {}  # head branch -> whether it merges cleanly
+        # Set: each push waits (its request read whole) until the test sets this; `held` counts them.
+        self.hold_pushes: threading.Event | None = None
+        self.held = 0
+        self._lock = threading.Lock()
+        self._server = LocalServer(_handler_for(self), "fake-forge", host, port)
+
+    def start(self) -> FakeForge:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.address
+        return f"http://{host}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api"
+
+    # -- what a test sets up ---------------------------------------------------------------
+
+    def add_repo(self, repo: str, files: dict[str, str], *, base: str = "main") -> str:
+        """A bare repository `repo` ("owner/name") whose `base` holds `files`; its clone URL."""
+        bare = self.bare(repo)
+        _git("init", "--quiet", "--bare", f"--initial-branch={base}", str(bare))
+        with tempfile.TemporaryDirectory() as tmp:
+            _git("init", "--quiet", f"--initial-branch={base}", tmp)
+            for name, content in files.items():
+                path = Path(tmp, name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content)
+            _git("-C", tmp, "add", "-A")
+            _git(
+                "-C",
+                tmp,
+                "-c",
+                "user.name=Forge",
+                "-c",
+                "user.email=forge@example.com",
+                "commit",
+                "--quiet",
+                "-m",
+                "initial",
+            )
+            _git("-C", tmp, "push", "--quiet", str(bare), f"HEAD:refs/heads/{base}")
+        return f"{self.url}/{repo}.git"
+
+    def add_repo_from(self, repo: str, source: Path, *, base: str = "main") -> str:
+        """A bare copy of the local repository `source` whose `base` is `source`'s HEAD; its URL.
+        Read as data (a clone): none of `source`'s hooks or configuration runs."""
+        bare = self.bare(repo)
+        _git("clone", "--quiet", "--bare", "--no-local", str(source), str(bare))
+        head = _git("-C", str(bare), "rev-parse", "HEAD").strip()
+        _git("-C", str(bare), "update-ref", f"refs/heads/{base}", head)
+        _git("-C", str(bare), "symbolic-ref", "HEAD", f"refs/heads/{base}")
+        return f"{self.url}/{repo}.git"
+
+    def grant(self, token: str, *rights: str) -> None:
+        with self._lock:
+            self.state.rights[token] = set(rights)
+
+    def protect(self, repo: str, *branches: str) -> None:
+        """Pushes to these branches are refused, as GitHub's branch protection refuses them."""
+        hook = self.bare(repo) / "hooks" / "pre-receive"
+        hook.write_text(PROTECTED_HOOK.format(branches=" ".join(branches)))
+        hook.chmod(0o755)
+
+    def set_status(self, sha: str, state: str) -> None:
+        with self._lock:
+            self.state.statuses[sha] = state
+
+    # -- what a test reads -----------------------------------------------------------------
+
+    def bare(self, repo: str) -> Path:
+        return self.root / f"{repo}.git"
+
+    def head_of(self, repo: str, branch: str) -> str | None:
+        found = subprocess.run(
+            ["git", "-C", str(self.bare(repo)), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return found.stdout.strip() or None
+
+    def file_at(self, repo: str, ref: str, path: str) -> str:
+        return _git("-C", str(self.bare(repo)), "show", f"{ref}:{path}")
+
+    def pulls(self) -> list[PullRequest]:
+        with self._lock:
+            return list(self.state.pulls)
+
+    def pull_page(self, repo: str, number: int) -> str:
+        """What the pull request's link shows in the sandbox: its title, branches and changes."""
+        pull = next((p for p in self.pulls() if p.repo == repo and p.number == number), None)
+        if pull is None:
+            return ""
+        changes = _git("-C", str(self.bare(repo)), "diff", "--stat", f"{pull.base}...{pull.head}")
+        heading = f"#{pull.number} {pull.title}\n{pull.head} → {pull.base} ({pull.state})"
+        return f"{heading}\n\n{pull.body}\n\n{changes}"
+
+    def calls(self) -> list[ForgeCall]:
+        with self._lock:
+            return list(self.state.calls)
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def token_of(self, headers: dict[str, str]) -> str | None:
+        value = headers.get("authorization", "")
+        scheme, _, credential = value.partition(" ")
+        if scheme.lower() in ("bearer", "token"):
+            return credential
+        if scheme.lower() == "basic":
+            decoded = base64.b64decode(credential).decode(errors="replace")
+            return decoded.partition(":")[2]
+        return None
+
+    def allows(self, headers: dict[str, str], right: str) -> bool | None:
+        """None: no valid token (401); False: valid but without `right` (403)."""
+        token = self.token_of(headers)
+        with self._lock:
+            rights = self.state.rights.get(token or "")
+        if rights is None:
+            return None
+        return right in rights
+
+    def record(self, call: ForgeCall) -> None:
+        with self._lock:
+            self.state.calls.append(call)
+
+    def api(
+        self, method: str, repo: str, rest: str, query: dict[str, list[str]], body: dict[str, Any] | None
+    ) -> tuple[int, Any]:
+        if not self.bare(repo).is_dir():
+            return 404, {"message": "Not Found"}
+        if rest == "pulls" and method == "GET":
+            head = (query.get("head") or [""])[0].partition(":")[2]
+            found = [
+                p.shown(self)
+                for p in self.pulls()
+                if p.repo == repo and p.state == "open" and (not head or p.head == head)
+            ]
+            return 200, found
+        if rest == "pulls" and method == "POST":
+            return self._open(repo, body or {})
+        number = re.fullmatch(r"pulls/(\d+)", rest)
+        if number and method == "PATCH":
+            return self._edit(repo, int(number.group(1)), body or {})
+        status = re.fullmatch(r"commits/([0-9a-f]{40})/status", rest)
+        if status and method == "GET":
+            with self._lock:
+                state = self.state.statuses.get(status.group(1))
+            return 200, {
+                "state": state or "pending",
+                "sha": status.group(1),
+                "total_count": int(state is not None),
+            }
+        return 404, {"message": "Not Found"}
+
+    def _open(self, repo: str, body: dict[str, Any]) -> tuple[int, Any]:
+        head, base = str(body.get("head", "")), str(body.get("base", ""))
+        if self.head_of(repo, head) is None:
+            return 422, {"message": "Validation Failed", "errors": [{"field": "head", "code": "invalid"}]}
+        with self._lock:
+            if any(p.repo == repo and p.head == head and p.state == "open" for p in self.state.pulls):
+                exists = {"message": f"A pull request already exists for {head}."}
+                return 422, {"message": "Validation Failed", "errors": [exists]}
+            pull = PullRequest(
+                len(self.state.pulls) + 1,
+                repo,
+                str(body.get("title", "")),
+                str(body.get("body", "")),
+                head,
+                base,
+            )
+            self.state.pulls.append(pull)
+        return 201, pull.shown(self)
+
+    def _edit(self, repo: str, number: int, body: dict[str, Any]) -> tuple[int, Any]:
+        with self._lock:
+            pull = next((p for p in self.state.pulls if p.repo == repo and p.number == number), None)
+            if pull is None:
+                return 404, {"message": "Not Found"}
+            pull.title = str(body.get("title", pull.title))
+            pull.body = str(body.get("body", pull.body))
+        return 200, pull.shown(self)
+
+    def git(self, handler: BaseHTTPRequestHandler, repo: str, rest: str, query: str, body: bytes) -> None:
+        """One smart-HTTP request, answered by `git http-backend`; recorded before it is answered,
+        so a push whose sender died meanwhile is recorded too."""
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        pushing = "git-receive-pack" in rest or "service=git-receive-pack" in query
+        allowed = self.allows(headers, "contents")
+        if allowed is None:
+            status, payload, extra = (
+                401,
+                b"Authentication required",
+                {"WWW-Authenticate": 'Basic realm="forge"'},
+            )
+        elif pushing and not allowed:
+            status, payload, extra = 403, b"Write access to repository not granted.", {}
+        else:
+            if pushing and handler.command == "POST" and self.hold_pushes is not None:
+                with self._lock:
+                    self.held += 1
+                self.hold_pushes.wait(timeout=60)
+            status, payload, extra = self._backend(handler, repo, rest, query, body)
+        self.record(ForgeCall(handler.command, f"/{repo}.git{rest}", headers, None, status))
+        handler._raw(status, payload, extra)  # type: ignore[attr-defined]  # a QuietHandler
+
+    def _backend(
+        self, handler: BaseHTTPRequestHandler, repo: str, rest: str, query: str, body: bytes
+    ) -> tuple[int, bytes, dict[str, str]]:
+        environment = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(self.root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REMOTE_USER": "forge-user",  # receive-pack is served only to someone authenticated
+            "REQUEST_METHOD": handler.command,
+            "PATH_INFO": f"/{repo}.git{rest}",
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": handler.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_CONTENT_ENCODING": handler.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": handler.headers.get("Git-Protocol", ""),
+        }
+        answer = subprocess.run(
+            ["git", "http-backend"], input=body, capture_output=True, env=environment, check=False, timeout=60
+        )
+        head, _, payload = answer.stdout.partition(b"\r\n\r\n")
+        status, headers = 200, {}
+        for line in head.decode(errors="replace").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers[name] = value.strip()
+        return status, payload, headers
+
+
+def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            self._serve()
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def do_PATCH(self) -> None:
+            self._serve()
+
+        def _serve(self) -> None:
+            parsed = urlparse(self.path)
+            body = self._body()
+            git = GIT_PATH.match(parsed.path)
+            if git:
+                return forge.git(self, git.group("repo"), git.group("rest"), parsed.query, body)
+            pull_page = PULL_PAGE.match(parsed.path)
+            if pull_page and self.command == "GET":
+                shown = forge.pull_page(pull_page.group("repo"), int(pull_page.group("number")))
+                return self._raw(
+                    200 if shown else 404, shown.encode(), {"Content-Type": "text/plain; charset=utf-8"}
+                )
+            api = API_PATH.match(parsed.path)
+            if api is None:
+                return self._json(404, {"message": "Not Found"}, {})
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            payload = json.loads(body) if body else None
+            allowed = forge.allows(headers, "pull_requests")
+            if allowed is None:
+                status, answer, extra = 401, {"message": "Bad credentials"}, {}
+            elif not allowed:
+                status, answer = 403, {"message": "Resource not accessible by personal access token"}
+                extra = {"X-Accepted-GitHub-Permissions": "pull_requests=write"}
+            else:
+                status, answer = forge.api(
+                    self.command, api.group("repo"), api.group("rest"), parse_qs(parsed.query), payload
+                )
+                extra = {}
+            forge.record(ForgeCall(self.command, parsed.path, headers, payload, status))
+            self._json(status, answer, extra)
+
+        def _body(self) -> bytes:
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                return self._chunked()
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def _chunked(self) -> bytes:
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+
+        def _json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+            self._raw(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **headers})
+
+    return Handler
+
+
+def _git(*arguments: str) -> str:
+    return subprocess.run(["git", *arguments], check=True, capture_output=True, text=True).stdout

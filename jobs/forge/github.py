@@ -1,0 +1,91 @@
+"""GitHub's REST API for pull requests: find the thread's open one, open it, edit it, and read
+the combined CI status of its head. Errors become `ForgeRefused` with what they mean; a 403
+names the right the token lacks (GitHub's `X-Accepted-GitHub-Permissions`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from agent.redaction import redact_text
+
+TIMEOUT_S = 30.0
+API_VERSION = "2022-11-28"
+
+
+class ForgeRefused(Exception):
+    """The forge said no, in words for the model and the thread."""
+
+
+class GitHub:
+    def __init__(self, api_url: str, token: str | None, repo: str) -> None:
+        self.repo = repo
+        self._client = httpx.Client(
+            base_url=api_url.rstrip("/"),
+            timeout=TIMEOUT_S,
+            headers={
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+                **({"Authorization": f"Bearer {token}"} if token else {}),
+            },
+        )
+
+    def __enter__(self) -> GitHub:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._client.close()
+
+    def open_pull_for(self, branch: str) -> dict[str, Any] | None:
+        owner = self.repo.split("/")[0]
+        found = self._call("GET", "pulls", params={"head": f"{owner}:{branch}", "state": "open"})
+        return found[0] if found else None
+
+    def open_pull(self, *, title: str, body: str, head: str, base: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self._call(
+            "POST", "pulls", json={"title": title, "body": body, "head": head, "base": base}
+        )
+        return answer
+
+    def edit_pull(self, number: int, *, title: str, body: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self._call("PATCH", f"pulls/{number}", json={"title": title, "body": body})
+        return answer
+
+    def ci_state(self, sha: str) -> str | None:
+        """GitHub's combined status of `sha` (pending, success, failure); None: no CI reports on it."""
+        try:
+            combined = self._call("GET", f"commits/{sha}/status")
+        except ForgeRefused:
+            return None
+        return str(combined["state"]) if combined.get("total_count") and combined.get("state") else None
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            answer = self._client.request(method, f"/repos/{self.repo}/{path}", **kwargs)
+        except httpx.HTTPError as error:
+            raise ForgeRefused(f"the forge could not be reached ({type(error).__name__})") from None
+        if answer.is_success:
+            return answer.json()
+        raise ForgeRefused(refusal(answer, self.repo))
+
+
+def refusal(answer: httpx.Response, repo: str) -> str:
+    status = answer.status_code
+    try:
+        body = answer.json()
+    except ValueError:
+        body = {}
+    message = str(body.get("message", "")) if isinstance(body, dict) else ""
+    if status == 401:
+        return "the forge did not accept the token (GITHUB_TOKEN missing, expired or revoked)"
+    if status == 403:
+        needed = answer.headers.get("X-Accepted-GitHub-Permissions")
+        if needed:
+            return f"the token lacks the right this needs: {needed}"
+        return f"the forge refused: {redact_text(message)[:300] or 'HTTP 403'}"
+    if status == 404:
+        return f"the forge has no repository {repo}, or the token cannot see it"
+    details = [str(e.get("message") or e.get("code")) for e in body.get("errors", []) if isinstance(e, dict)]
+    said = "; ".join([message, *details]) if isinstance(body, dict) else ""
+    return f"the forge answered HTTP {status}: {redact_text(said)[:500] or answer.reason_phrase}"

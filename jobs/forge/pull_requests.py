@@ -1,0 +1,191 @@
+"""open_pull_request's port (agent.tools.builtin.pull_request.PullRequests) for one session.
+
+The thread's branch is `threadline/<channel>-<thread ts>` (or `threadline/<name>` the model
+chose for the first one); the pull request found on the forge for that branch is the thread's,
+so a second call, a retry or a resume after a crash updates it rather than opening another.
+What was opened is kept in Redis (`pull_request_key`) and shown in the thread as one card,
+edited on each push.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from agent.tools.builtin.common import ToolError
+from jobs.forge.branch import BranchRefused, Snapshot, Target, push_snapshot, take_snapshot
+from jobs.forge.git import GitFailed
+from jobs.forge.github import ForgeRefused, GitHub
+from jobs.keys import pull_request_key
+from jobs.queues import schedule_delivery
+from jobs.session.notices import PullRequestNotice
+from jobs.session.store import SessionStore
+from jobs.settings import ChannelRepo, Settings
+
+log = logging.getLogger(__name__)
+
+BRANCH_PREFIX = "threadline/"
+NO_FORGE = (
+    "this channel has no repository that takes pull requests. An admin maps the channel in "
+    'CHANNEL_REPOS to {"url": ..., "forge": "github", "repo": "owner/name"} and sets GITHUB_TOKEN.'
+)
+PULL_FOOTER = "\n\n---\nOpened from a Slack thread by threadline."
+
+
+class PullRequestRecord(BaseModel):
+    repo: str
+    number: int
+    url: str
+    branch: str
+    pushes: int = 0
+
+
+class ForgePullRequests:
+    def __init__(self, store: SessionStore, settings: Settings, workspace: Path, mirror: Path | None) -> None:
+        """`mirror`: the channel repository's mirror the workspace was cloned with (jobs.turn.mirrors)."""
+        self.store = store
+        self.settings = settings
+        self.workspace = workspace
+        self.mirror = mirror
+
+    def preview(self, branch: str | None) -> str:
+        channel_repo, target = self._target(branch)
+        snapshot = self._snapshot(channel_repo, target)
+        record = self._record()
+        self._refuse_if_unchanged(snapshot, record)
+        what = f"updates pull request #{record.number}" if record else "opens a pull request"
+        where = f"`{target.branch}` to {channel_repo.repo}, base `{channel_repo.base}`"
+        return f"Pushes {where}; {what}.\n{snapshot.stat}"
+
+    def publish(self, title: str, body: str, branch: str | None) -> str:
+        channel_repo, target = self._target(branch)
+        snapshot = self._snapshot(channel_repo, target)
+        record = self._record()
+        self._refuse_if_unchanged(snapshot, record)
+        head = snapshot.parent
+        if snapshot.changed:
+            head = self._push(snapshot, target, title, body)
+        assert channel_repo.repo is not None
+        try:
+            with GitHub(self.settings.GITHUB_API_URL, self.settings.GITHUB_TOKEN, channel_repo.repo) as forge:
+                found = forge.open_pull_for(target.branch)
+                text = body + PULL_FOOTER
+                if found is None:
+                    pull = forge.open_pull(title=title, body=text, head=target.branch, base=channel_repo.base)
+                else:
+                    pull = forge.edit_pull(int(found["number"]), title=title, body=text)
+                ci = forge.ci_state(head)
+        except ForgeRefused as refused:
+            raise ToolError(f"the branch {target.branch} was pushed, but {refused}") from None
+        pushes = record.pushes + int(snapshot.changed) if record else 1  # a first push may be a crashed run's
+        record = PullRequestRecord(
+            repo=channel_repo.repo,
+            number=int(pull["number"]),
+            url=str(pull["html_url"]),
+            branch=target.branch,
+            pushes=pushes,
+        )
+        self.store.redis.set(pull_request_key(self.store.key), record.model_dump_json())
+        conflicts = pull.get("mergeable") is False
+        self._show(record, title, channel_repo.base, snapshot, ci, conflicts)
+        return _said(record, found is None, channel_repo.base, snapshot, conflicts)
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _target(self, branch: str | None) -> tuple[ChannelRepo, Target]:
+        channel_repo = self.settings.CHANNEL_REPOS.get(self.store.key.channel)
+        if channel_repo is None or channel_repo.forge is None or channel_repo.repo is None:
+            raise ToolError(NO_FORGE)
+        record = self._record()
+        if record is not None:
+            name = record.branch
+        elif branch:
+            name = BRANCH_PREFIX + branch
+        else:
+            name = BRANCH_PREFIX + thread_branch(self.store.key.channel, self.store.key.thread_ts)
+        return channel_repo, Target(url=channel_repo.url, branch=name, token=self.settings.GITHUB_TOKEN)
+
+    def _snapshot(self, channel_repo: ChannelRepo, target: Target) -> Snapshot:
+        assert self.mirror is not None  # a channel with a repository has its mirror
+        try:
+            return take_snapshot(self.workspace, self.mirror, target, thread=str(self.store.key))
+        except BranchRefused as refused:
+            raise ToolError(str(refused)) from None
+        except GitFailed as failed:
+            log.warning("%s: taking the workspace's snapshot failed: %s", self.store.key, failed.stderr)
+            raise ToolError(f"git could not read the workspace's changes: {failed.stderr[-300:]}") from None
+
+    def _refuse_if_unchanged(self, snapshot: Snapshot, record: PullRequestRecord | None) -> None:
+        if snapshot.changed or (snapshot.on_forge and record is None):
+            return  # a branch pushed before a crash, its pull request not opened yet: open it now
+        if record is not None:
+            raise ToolError(
+                f"nothing changed since the last push to {record.branch}; pull request #{record.number} "
+                f"is up to date: {record.url}"
+            )
+        raise ToolError("nothing in the workspace changed since it was cloned; there is nothing to propose")
+
+    def _push(self, snapshot: Snapshot, target: Target, title: str, body: str) -> str:
+        message = f"{title}\n\n{body}".strip() + f"\n\nSlack-Thread: {self.store.key}\n"
+        author = (self.settings.COMMIT_AUTHOR_NAME, self.settings.COMMIT_AUTHOR_EMAIL)
+        try:
+            return push_snapshot(self.workspace, snapshot, target, message=message, author=author)
+        except BranchRefused as refused:
+            raise ToolError(str(refused)) from None
+        except GitFailed as failed:
+            raise ToolError(f"git could not commit the changes: {failed.stderr[-300:]}") from None
+
+    def _record(self) -> PullRequestRecord | None:
+        raw = self.store.redis.get(pull_request_key(self.store.key))
+        return PullRequestRecord.model_validate_json(raw) if raw else None
+
+    def _show(
+        self,
+        record: PullRequestRecord,
+        title: str,
+        base: str,
+        snapshot: Snapshot,
+        ci: str | None,
+        conflicts: bool,
+    ) -> None:
+        notice = PullRequestNotice(
+            repo=record.repo,
+            number=record.number,
+            url=record.url,
+            title=title,
+            branch=record.branch,
+            base=base,
+            stat=stat_line(snapshot.stat),
+            ci=ci,
+            conflicts=conflicts,
+            pushes=record.pushes,
+        )
+        self.store.post_notice(notice)
+        schedule_delivery(self.store.redis, self.store.key)
+
+
+def thread_branch(channel: str, thread_ts: str) -> str:
+    return f"{channel.lower()}-{thread_ts.replace('.', '')}"
+
+
+def stat_line(stat: str) -> str:
+    """The summary line of `git diff --stat` ("2 files changed, 5 insertions(+)")."""
+    lines = [line for line in stat.splitlines() if "changed" in line]
+    return lines[-1].strip() if lines else "no file changes"
+
+
+def _said(record: PullRequestRecord, opened: bool, base: str, snapshot: Snapshot, conflicts: bool) -> str:
+    verb = "Opened" if opened else "Updated"
+    changes = stat_line(snapshot.stat) if snapshot.changed else "no new commit"
+    lines = [
+        f"{verb} pull request #{record.number}: {record.url}",
+        f"Branch {record.branch} → {base}: {changes}.",
+    ]
+    if conflicts:
+        lines.append(
+            f"The forge reports that the branch conflicts with {base}: the base moved since the workspace "
+            "was cloned. Tell the people in the thread; resolving it needs the new base in the workspace."
+        )
+    return "\n".join(lines)

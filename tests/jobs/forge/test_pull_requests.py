@@ -1,0 +1,203 @@
+"""open_pull_request's worker side against a fake GitHub over HTTP (git's smart HTTP through the
+real `git http-backend`, the pulls API) and a real Redis: what lands on the forge, what the
+thread's card says, and every refusal in words. The workspace is written as the sandbox would
+write it, hostile files included; git is never steered by them and never holds the token."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.tools.builtin.common import ToolError
+from gateway.sandbox.fake_forge import FakeForge
+from jobs.forge.branch import shadow_dir
+from jobs.forge.pull_requests import NO_FORGE, ForgePullRequests
+from jobs.keys import SessionKey, fixed_session_keys, pull_request_key
+from jobs.session.notices import PullRequestNotice
+from jobs.session.store import SessionStore
+from jobs.settings import Settings
+from jobs.turn.mirrors import channel_mirror
+from jobs.turn.workspace import ensure_workspace
+
+KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
+TOKEN = "ghs_forgetoken0123456789abcdefABCDEF"
+BRANCH = "threadline/c1-1700000000000100"
+
+
+@pytest.fixture
+def forge(tmp_path: Path) -> Iterator[FakeForge]:
+    fake = FakeForge(tmp_path).start()
+    fake.add_repo("acme/app", {"README.md": "hello\n", "src/app.py": "print('v1')\n"})
+    fake.grant(TOKEN, "contents", "pull_requests")
+    yield fake
+    fake.stop()
+
+
+def settings_for(tmp_path: Path, forge: FakeForge, **more: object) -> Settings:
+    repo = {"url": f"{forge.url}/acme/app.git", "forge": "github", "repo": "acme/app", "base": "main"}
+    values: dict[str, object] = {
+        "AGENT_WORKDIR": tmp_path / "ws",
+        "CHANNEL_REPOS": {"C1": repo},
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": forge.api_url,
+        "COMMIT_AUTHOR_NAME": "Threadline Bot",
+        "COMMIT_AUTHOR_EMAIL": "bot@example.com",
+        **more,
+    }
+    return Settings.load(**values)
+
+
+def port(redis, settings: Settings) -> ForgePullRequests:  # type: ignore[no-untyped-def]
+    workspace = ensure_workspace(settings, KEY)
+    return ForgePullRequests(SessionStore(redis, KEY), settings, workspace, channel_mirror(settings, "C1"))
+
+
+def cards(redis) -> list[PullRequestNotice]:  # type: ignore[no-untyped-def]
+    store = SessionStore(redis, KEY)
+    return [n for _, n in store.notices() if isinstance(n, PullRequestNotice)]
+
+
+def test_the_workspace_becomes_one_pull_request_that_later_pushes_update(tmp_path, forge, redis):
+    settings = settings_for(tmp_path, forge)
+    pulls = port(redis, settings)
+    (pulls.workspace / "src" / "app.py").write_text("print('v2')\n")
+    (pulls.workspace / "NOTES.md").write_text("new\n")
+
+    preview = pulls.preview(None)
+    said = pulls.publish("Fix the app", "It printed v1.", None)
+
+    assert f"`{BRANCH}` to acme/app, base `main`" in preview and "2 files changed" in preview
+    [pull] = forge.pulls()
+    assert (pull.title, pull.head, pull.base) == ("Fix the app", BRANCH, "main")
+    assert said.startswith(f"Opened pull request #1: {forge.url}/acme/app/pull/1")
+    assert forge.file_at("acme/app", BRANCH, "src/app.py") == "print('v2')\n"
+    assert forge.file_at("acme/app", BRANCH, "NOTES.md") == "new\n"
+    bare = str(forge.bare("acme/app"))
+    log = subprocess.run(
+        ["git", "-C", bare, "log", "-1", "--format=%an <%ae>%n%B", BRANCH], capture_output=True, text=True
+    ).stdout
+    assert log.startswith("Threadline Bot <bot@example.com>\nFix the app\n") and f"Slack-Thread: {KEY}" in log
+
+    (pulls.workspace / "docs.md").write_text("also the docs\n")
+    again = pulls.publish("Fix the app and its docs", "Now with docs.", None)
+
+    assert len(forge.pulls()) == 1 and forge.pulls()[0].title == "Fix the app and its docs"
+    assert again.startswith("Updated pull request #1") and forge.file_at("acme/app", BRANCH, "docs.md")
+    assert [(c.number, c.pushes, c.stat) for c in cards(redis)] == [
+        (1, 1, "2 files changed, 2 insertions(+), 1 deletion(-)"),
+        (1, 2, "1 file changed, 1 insertion(+)"),
+    ]
+    assert json.loads(redis.get(pull_request_key(KEY)))["branch"] == BRANCH
+    assert pull_request_key(KEY) in fixed_session_keys(KEY)  # retention and purge remove it with the session
+
+
+def test_nothing_changed_and_no_forge_are_refused_in_words(tmp_path, forge, redis):
+    pulls = port(redis, settings_for(tmp_path, forge))
+    with pytest.raises(ToolError, match="nothing in the workspace changed"):
+        pulls.preview(None)
+    plain = Settings.load(AGENT_WORKDIR=tmp_path / "ws2", CHANNEL_REPOS={"C1": f"{forge.url}/acme/app.git"})
+    with pytest.raises(ToolError) as refused:
+        ForgePullRequests(SessionStore(redis, KEY), plain, tmp_path, None).preview(None)
+    assert str(refused.value) == NO_FORGE
+    assert not forge.pulls() and forge.head_of("acme/app", BRANCH) is None
+
+
+def test_a_token_without_a_right_is_told_which_right(tmp_path, forge, redis):
+    forge.grant("read-only", "contents")
+    settings = settings_for(tmp_path, forge)
+    pulls = port(redis, settings)
+    (pulls.workspace / "README.md").write_text("changed\n")
+    forge.grant(TOKEN, "contents")  # may push, may not open pull requests
+
+    with pytest.raises(ToolError, match="lacks the right this needs: pull_requests=write"):
+        pulls.publish("t", "b", None)
+
+    forge.grant(TOKEN, "pull_requests")  # may not push
+    with pytest.raises(ToolError, match="contents=write"):
+        pulls.publish("t", "b", "other-name")
+    assert not forge.pulls()
+
+
+def test_a_push_refused_by_branch_protection_says_so(tmp_path, forge, redis):
+    forge.protect("acme/app", BRANCH)
+    pulls = port(redis, settings_for(tmp_path, forge))
+    (pulls.workspace / "README.md").write_text("changed\n")
+    with pytest.raises(ToolError, match="branch protection refused the push"):
+        pulls.publish("t", "b", None)
+    assert forge.head_of("acme/app", BRANCH) is None and not forge.pulls()
+
+
+def test_a_branch_with_commits_from_elsewhere_is_left_alone(tmp_path, forge, redis):
+    pulls = port(redis, settings_for(tmp_path, forge))
+    main = forge.head_of("acme/app", "main")
+    bare = str(forge.bare("acme/app"))
+    subprocess.run(["git", "-C", bare, "update-ref", f"refs/heads/{BRANCH}", str(main)], check=True)
+    (pulls.workspace / "README.md").write_text("changed\n")
+    with pytest.raises(ToolError, match="commits not pushed from this thread"):
+        pulls.publish("t", "b", None)
+    assert forge.head_of("acme/app", BRANCH) == main
+
+
+def test_a_branch_pushed_before_its_pull_request_failed_gets_it_later_without_a_second_push(
+    tmp_path, forge, redis
+):
+    pulls = port(redis, settings_for(tmp_path, forge))
+    (pulls.workspace / "README.md").write_text("changed\n")
+    forge.grant(TOKEN, "contents")  # the push lands, the pull request call is refused
+    with pytest.raises(ToolError, match="was pushed, but the token lacks"):
+        pulls.publish("t", "b", None)
+    pushed = forge.head_of("acme/app", BRANCH)
+    forge.grant(TOKEN, "contents", "pull_requests")
+
+    said = pulls.publish("t", "b", None)
+
+    assert said.startswith("Opened pull request #1") and len(forge.pulls()) == 1
+    assert (
+        pushed is not None and forge.head_of("acme/app", BRANCH) == pushed
+    )  # found on the forge, not pushed again
+    assert [c.pushes for c in cards(redis)] == [1]
+
+
+def test_what_the_sandbox_planted_in_the_workspace_never_runs_or_sees_the_token(tmp_path, forge, redis):
+    marker = tmp_path / "ran"
+    settings = settings_for(tmp_path, forge)
+    pulls = port(redis, settings)
+    workspace = pulls.workspace
+    hook = f"#!/bin/sh\nenv > {marker}\n"
+    for name in ("pre-push", "pre-commit", "post-commit", "reference-transaction"):
+        (workspace / ".git" / "hooks" / name).write_text(hook)
+        (workspace / ".git" / "hooks" / name).chmod(0o755)
+    with open(workspace / ".git" / "config", "a") as config:
+        config.write(
+            f"[core]\n\tfsmonitor = {workspace}/.git/hooks/pre-push\n\thooksPath = .git/hooks\n"
+            f'[filter "evil"]\n\tclean = tee {marker}\n'
+            f"[credential]\n\thelper = !tee {marker}\n"
+            f'[url "http://127.0.0.1:1/"]\n\tinsteadOf = {forge.url}/\n'
+        )
+    (workspace / ".gitattributes").write_text("*.txt filter=evil\n")
+    (workspace / "notes.txt").write_text("plain text\n")
+    secret = tmp_path / "outside-secret"
+    secret.write_text("root's secret\n")
+    os.symlink(secret, workspace / "link-out")
+
+    pulls.publish("t", "b", None)
+
+    assert not marker.exists()  # no hook, fsmonitor, filter or helper of the workspace ran
+    assert forge.file_at("acme/app", BRANCH, "notes.txt") == "plain text\n"
+    tree = subprocess.run(
+        ["git", "-C", str(forge.bare("acme/app")), "ls-tree", BRANCH, "link-out"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert tree.startswith("120000 ")  # the link itself, never the file it points at
+    assert forge.file_at("acme/app", BRANCH, "link-out") == str(secret)
+    kept = [workspace / ".git" / "config", *shadow_dir(workspace).rglob("config")]
+    assert all(TOKEN not in path.read_text() for path in kept)
+    pushes = [c for c in forge.calls() if "receive-pack" in c.path]
+    assert pushes and all(forge.token_of(c.headers) == TOKEN for c in pushes)
