@@ -5,6 +5,7 @@ with the real tools, so the whole path (tool batches, progress, Stop, approvals)
 without a model key:
 
     list the files · read README.md · run ls -la · grep TODO · count to 10 slowly
+    write NOTES.md: some text · open a pull request titled Add notes
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ NAME = "threadline-demo"
 PREFIX = "*Demo model* (scripted, no LLM behind me): "
 HELP = (
     PREFIX + "I only understand a few requests. Try `list the files`, `read README.md`, `run ls -la`, "
-    "`grep TODO` or `count to 10 slowly` (a long turn you can Stop). Set `LLM_BASE_URL` (and `LLM_MODEL`, "
+    "`grep TODO`, `count to 10 slowly` (a long turn you can Stop), `write NOTES.md: some text` or "
+    "`open a pull request titled Add notes`. Set `LLM_BASE_URL` (and `LLM_MODEL`, "
     "`LLM_API_KEY`) to talk to a real model."
 )
 RESULT_PREVIEW_CHARS = 1500
@@ -38,6 +40,14 @@ INTENTS: list[tuple[re.Pattern[str], Intent]] = [
     (
         re.compile(r"^(?:grep|search(?: for)?)\s+(.+)$", re.I),
         lambda m: ("grep", {"pattern": m.group(1).strip()}),
+    ),
+    (
+        re.compile(r"^write\s+(\S+?):\s*(.*)$", re.I | re.S),
+        lambda m: ("write_file", {"path": m.group(1), "content": m.group(2).strip() + "\n"}),
+    ),
+    (
+        re.compile(r"\bopen a pull request(?:\s+titled\s+(.+))?$", re.I),
+        lambda m: ("open_pull_request", {"title": (m.group(1) or "Changes from the sandbox").strip()}),
     ),
 ]
 

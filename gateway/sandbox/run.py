@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import httpx
 from agent.redaction import redact_url
 from gateway.processes.together import run_together
 from gateway.sandbox.embedded_redis import EmbeddedRedis
+from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.page import CHANNELS, PERSON, SandboxPage
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
@@ -33,6 +35,7 @@ LOCAL_DIR = Path(".threadline-local")
 SANDBOX_BOT_TOKEN = "xoxb-sandbox-token"
 WEB_PORT = 3000  # the production default; another free port when it is taken
 PAGE_PORT = 3001
+SANDBOX_REPO = "sandbox/checkout"
 READY_TIMEOUT_S = 60
 
 
@@ -46,18 +49,41 @@ class SandboxConfig:
     notes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SandboxForge:
+    """The sandbox's fake GitHub: the clone URL of its one repository, its API and token."""
+
+    url: str
+    api_url: str
+    web_url: str
+    token: str
+
+
 def sandbox_config(
-    environ: Mapping[str, str], fake_api_url: str, redis_url: str, checkout: Path | None = None
+    environ: Mapping[str, str],
+    fake_api_url: str,
+    redis_url: str,
+    checkout: Path | None = None,
+    forge: SandboxForge | None = None,
 ) -> SandboxConfig:
     """Fill in what a sandbox needs; say which of the person's settings it overrides.
 
     With no CHANNEL_REPOS, sessions in the first channel start from a clone of `checkout` (the
-    git repository the sandbox runs in), so the demo's `list the files` has something to show.
+    git repository the sandbox runs in), so the demo's `list the files` has something to show;
+    with a `forge` (a local fake GitHub holding a copy of `checkout`), the clone comes from there
+    and pull requests go there.
     """
     env = dict(environ)
     notes: list[str] = []
     if checkout is not None and not env.get("CHANNEL_REPOS"):
-        env["CHANNEL_REPOS"] = json.dumps({CHANNELS[0].id: str(checkout)})
+        repo: str | dict[str, str] = str(checkout)
+        if forge is not None:
+            repo = {"url": forge.url, "forge": "github", "repo": SANDBOX_REPO, "base": "main"}
+            env.update(GITHUB_TOKEN=forge.token, GITHUB_API_URL=forge.api_url)
+            notes.append(
+                f"pull requests go to a local fake GitHub holding a copy of {checkout}: {forge.web_url}"
+            )
+        env["CHANNEL_REPOS"] = json.dumps({CHANNELS[0].id: repo})
         notes.append(f"#{CHANNELS[0].name} sessions start from a clone of {checkout} (CHANNEL_REPOS)")
     secret = env.get("SLACK_SIGNING_SECRET") or secrets.token_hex(16)
     api_url = env.get("SLACK_API_URL")
@@ -103,12 +129,15 @@ def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print
     embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis(LOCAL_DIR / "redis")
     fake: FakeSlack | None = None
     page: SandboxPage | None = None
+    forge: FakeForge | None = None
     try:
         redis_url = embedded.start() if embedded else os.environ["REDIS_URL"]
         fake = FakeSlack(bot_token=os.environ.get("SLACK_BOT_TOKEN") or SANDBOX_BOT_TOKEN).start()
         # The embedded Redis is one server: Sentinels the environment names are not its.
         environ = {k: v for k, v in os.environ.items() if not (embedded and k == "REDIS_SENTINELS")}
-        config = sandbox_config(environ, fake.api_url, redis_url, git_checkout(Path.cwd()))
+        checkout = git_checkout(Path.cwd())
+        forge, served = _forge_for(checkout) if not environ.get("CHANNEL_REPOS") else (None, None)
+        config = sandbox_config(environ, fake.api_url, redis_url, checkout, served)
         web_url = f"http://127.0.0.1:{config.web_port}"
         page = SandboxPage(
             fake, f"{web_url}/slack/events", config.signing_secret, command=settings.SLACK_COMMAND,
@@ -120,9 +149,21 @@ def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print
         me = [sys.executable, "-m", "gateway.processes.cli"]
         return run_together({"web": [*me, "web"], "worker": [*me, "worker"]}, env=config.env)
     finally:
-        for part in (page, fake, embedded):
+        for part in (page, fake, forge, embedded):
             if part is not None:
                 part.stop()
+
+
+def _forge_for(checkout: Path | None) -> tuple[FakeForge | None, SandboxForge | None]:
+    """A local fake GitHub holding a copy of `checkout`, for the demo's pull requests."""
+    if checkout is None:
+        return None, None
+    forge = FakeForge(LOCAL_DIR.resolve()).start()
+    shutil.rmtree(forge.bare(SANDBOX_REPO), ignore_errors=True)  # a previous run's copy
+    url = forge.add_repo_from(SANDBOX_REPO, checkout)
+    token = "ghs_sandbox" + secrets.token_hex(12)
+    forge.grant(token, "contents", "pull_requests")
+    return forge, SandboxForge(url=url, api_url=forge.api_url, web_url=forge.url, token=token)
 
 
 def _summary(

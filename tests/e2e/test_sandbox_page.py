@@ -4,6 +4,7 @@ forwarded like Slack would send it, and answered in the fake Slack's state the p
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +15,11 @@ from agent.testing import FakeLLM, calls, text
 from gateway.listeners.actions import THANKS
 from gateway.render.feedback import FEEDBACK
 from gateway.sandbox.events import TEAM_ID
+from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
 from gateway.sandbox.page import PERSON, SandboxPage, slack_text
 from gateway.sandbox.page_guard import TOKEN_HEADER
-from gateway.sandbox.run import git_checkout, sandbox_config
+from gateway.sandbox.run import SANDBOX_REPO, SandboxForge, git_checkout, sandbox_config
 from gateway.sandbox.stack import SIGNING_SECRET, Stack
 from jobs.keys import SessionKey
 from tests.polling import wait_for
@@ -166,6 +168,56 @@ def test_the_first_channel_works_on_a_clone_of_the_checkout_unless_repos_are_set
     assert (
         sandbox_config(given, "http://h/api/", "redis://h/0", tmp_path).env["CHANNEL_REPOS"]
         == given["CHANNEL_REPOS"]
+    )
+
+
+def test_the_sandbox_opens_pull_requests_on_a_local_fake_forge_and_the_page_shows_the_card(
+    make_stack, fake_slack: FakeSlack, fake_llm: FakeLLM, tmp_path
+):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "README.md").write_text("the team's code\n")
+    author = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    for step in (["init", "-q"], ["add", "."], [*author, "commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(checkout), *step], check=True)
+    forge = FakeForge(tmp_path).start()
+    token = "ghs_sandboxtoken0123456789"
+    url = forge.add_repo_from(SANDBOX_REPO, checkout)
+    forge.grant(token, "contents", "pull_requests")
+    served = SandboxForge(url=url, api_url=forge.api_url, web_url=forge.url, token=token)
+    config = sandbox_config({}, fake_slack.api_url, "redis://unused/0", checkout, served)
+    settings = {name: config.env[name] for name in ("CHANNEL_REPOS", "GITHUB_TOKEN", "GITHUB_API_URL")}
+    stack = make_stack(APPROVAL_WAIVED_TOOLS="", SLACK_APPROVERS=PERSON.id, **settings)
+    sandbox = SandboxPage(fake_slack, f"{stack.client.base_url}/slack/events", SIGNING_SECRET).start()
+    fake_llm.script(
+        calls(("c1", "write_file", {"path": "NOTES.md", "content": "notes\n"})),
+        calls(("c2", "open_pull_request", {"title": "Add notes"})),
+        text("Opened."),
+    )
+    try:
+        with _client(sandbox) as page:
+            root = page.post("/api/say", json={"channel": CHANNEL, "text": "@agent add notes, open a PR"})
+            ts = root.json()["ts"]
+            card = wait_for(
+                lambda: next(
+                    (m for m in bot_messages(fake_slack, CHANNEL, ts) if "Approve" in buttons(m)), None
+                ),
+                what="the approval card",
+            )
+            click = {"channel": CHANNEL, "message_ts": card["ts"], "action_id": "tl_approve"}
+            assert page.post("/api/click", json=click).json() == {"ok": True, "statuses": [200]}
+            wait_for(lambda: "Opened." in _texts(fake_slack, ts), what="the answer")
+            shown_on_page = [m for m in page.get("/api/state").json()["messages"] if "Pull request" in str(m)]
+            page_text = httpx.get(f"{forge.url}/{SANDBOX_REPO}/pull/1").text
+    finally:
+        sandbox.stop()
+        forge.stop()
+    link = f"{forge.url}/{SANDBOX_REPO}/pull/1"
+    assert len(shown_on_page) == 1 and link in str(shown_on_page[0])
+    assert "NOTES.md | 1 +" in page_text and page_text.startswith("#1 Add notes\n")
+    assert (
+        forge.file_at(SANDBOX_REPO, f"threadline/{CHANNEL.lower()}-{ts.replace('.', '')}", "NOTES.md")
+        == "notes\n"
     )
 
 

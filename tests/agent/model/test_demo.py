@@ -38,3 +38,12 @@ def test_anything_else_gets_an_honest_help_text(tmp_path: Path, text: str):
     outcome, _ = turn(tmp_path, text)
     assert outcome.answer == HELP
     assert "scripted" in HELP and "LLM_BASE_URL" in HELP
+
+
+def test_write_a_file_then_ask_for_a_pull_request(tmp_path: Path):
+    outcome, _ = turn(tmp_path, "write NOTES.md: remember the milk")
+    assert (tmp_path / "NOTES.md").read_text() == "remember the milk\n" and outcome.reason == "completed"
+
+    _, asked = turn(tmp_path, "open a pull request titled Add notes")
+    [call] = [r["event"] for r in asked.records if r.get("event", {}).get("type") == "tool.call"]
+    assert (call["name"], call["arguments"]) == ("open_pull_request", '{"title": "Add notes"}')
