@@ -112,6 +112,8 @@ EXPECTED: dict[str, str] = {
         '{"url": ..., "forge": "github", "repo": "owner/name", "base": "main"} for pull requests'
     ),
     "GITHUB_API_URL": "the base URL of GitHub's REST API (https://api.github.com or a GitHub Enterprise one)",
+    "GITHUB_APP_ID": "the numeric id of the GitHub App pull requests are made as",
+    "GITHUB_APP_PRIVATE_KEY_FILE": "the path of the GitHub App's private key (PEM)",
     "COMMIT_AUTHOR_NAME": "the author name of the commits a pull request carries",
     "COMMIT_AUTHOR_EMAIL": "the author email of the commits a pull request carries",
     "MAX_STEPS_PER_TURN": "the most model steps one turn may take (a positive integer)",
@@ -288,6 +290,9 @@ class Settings(BaseSettings):
     CHANNEL_REPOS: dict[str, ChannelRepo] = Field(default_factory=dict)
     # Pull requests (jobs/forge): the worker pushes and calls the forge with this; never the sandbox.
     GITHUB_TOKEN: str | None = None
+    # Or a GitHub App: an installation token is minted per clone and per push (jobs/forge/tokens.py).
+    GITHUB_APP_ID: int | None = Field(default=None, gt=0)
+    GITHUB_APP_PRIVATE_KEY_FILE: Path | None = None
     GITHUB_API_URL: str = "https://api.github.com"
     COMMIT_AUTHOR_NAME: str = "threadline"
     COMMIT_AUTHOR_EMAIL: str = Field(

@@ -20,6 +20,7 @@ import base64
 import json
 import os
 import re
+import secrets
 import subprocess
 import tempfile
 import threading
@@ -29,10 +30,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import jwt
+
 from agent.testing import LocalServer, QuietHandler
 
 GIT_PATH = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)\.git(?P<rest>/.*)$")
 PULL_PAGE = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/pull/(?P<number>\d+)$")
+INSTALLATION_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/installation$")
+ACCESS_TOKENS_PATH = re.compile(r"^/api/app/installations/(?P<id>\d+)/access_tokens$")
 API_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/(?P<rest>.*)$")
 PROTECTED_HOOK = """#!/bin/sh
 while read old new ref; do
@@ -79,9 +84,22 @@ class PullRequest:
         }
 
 
+@dataclass(frozen=True)
+class App:
+    """A GitHub App installed on `repos` with `rights`, checking its JWTs with `public_key`."""
+
+    app_id: int
+    public_key: str  # PEM
+    installation_id: int
+    repos: tuple[str, ...]
+    rights: tuple[str, ...]
+
+
 @dataclass
 class _State:
     rights: dict[str, set[str]] = field(default_factory=dict)
+    apps: list[App] = field(default_factory=list)
+    minted: list[str] = field(default_factory=list)  # installation tokens, oldest first
     pulls: list[PullRequest] = field(default_factory=list)
     calls: list[ForgeCall] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)  # sha -> combined state
@@ -157,6 +175,14 @@ class FakeForge:
         with self._lock:
             self.state.rights[token] = set(rights)
 
+    def install_app(self, app: App) -> None:
+        with self._lock:
+            self.state.apps.append(app)
+
+    def minted(self) -> list[str]:
+        with self._lock:
+            return list(self.state.minted)
+
     def protect(self, repo: str, *branches: str) -> None:
         """Pushes to these branches are refused, as GitHub's branch protection refuses them."""
         hook = self.bare(repo) / "hooks" / "pre-receive"
@@ -221,6 +247,42 @@ class FakeForge:
         if rights is None:
             return None
         return right in rights
+
+    def as_app(self, method: str, path: str, headers: dict[str, str]) -> tuple[int, Any] | None:
+        """A GitHub App's own calls (JWT): its installation on a repository, a new installation
+        token; None for any other call."""
+        repo, access = INSTALLATION_PATH.match(path), ACCESS_TOKENS_PATH.match(path)
+        if not ((repo and method == "GET") or (access and method == "POST")):
+            return None
+        app = self._app_of(headers.get("authorization", "").removeprefix("Bearer "))
+        if app is None:
+            return 401, {"message": "A JSON web token could not be decoded"}
+        if repo:
+            if repo.group("repo") not in app.repos:
+                return 404, {"message": "Not Found"}
+            return 200, {"id": app.installation_id, "app_id": app.app_id}
+        assert access is not None
+        if int(access.group("id")) != app.installation_id:
+            return 404, {"message": "Not Found"}
+        token = "ghs_" + secrets.token_hex(18)
+        with self._lock:
+            self.state.rights[token] = set(app.rights)
+            self.state.minted.append(token)
+        return 201, {"token": token, "expires_at": "2099-01-01T00:00:00Z"}
+
+    def _app_of(self, token: str) -> App | None:
+        with self._lock:
+            apps = list(self.state.apps)
+        for app in apps:
+            try:
+                claims = jwt.decode(
+                    token, app.public_key, algorithms=["RS256"], options={"require": ["exp", "iat", "iss"]}
+                )
+            except jwt.PyJWTError:
+                continue
+            if claims["iss"] == str(app.app_id):
+                return app
+        return None
 
     def record(self, call: ForgeCall) -> None:
         with self._lock:
@@ -359,10 +421,14 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
                 return self._raw(
                     200 if shown else 404, shown.encode(), {"Content-Type": "text/plain; charset=utf-8"}
                 )
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            app_call = forge.as_app(self.command, parsed.path, headers)
+            if app_call is not None:
+                forge.record(ForgeCall(self.command, parsed.path, headers, None, app_call[0]))
+                return self._json(*app_call, {})
             api = API_PATH.match(parsed.path)
             if api is None:
                 return self._json(404, {"message": "Not Found"}, {})
-            headers = {k.lower(): v for k, v in self.headers.items()}
             payload = json.loads(body) if body else None
             allowed = forge.allows(headers, "pull_requests")
             if allowed is None:

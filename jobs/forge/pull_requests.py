@@ -18,6 +18,7 @@ from agent.tools.builtin.common import ToolError
 from jobs.forge.branch import BranchRefused, Snapshot, Target, push_snapshot, take_snapshot
 from jobs.forge.git import GitFailed
 from jobs.forge.github import ForgeRefused, GitHub
+from jobs.forge.tokens import forge_token
 from jobs.keys import pull_request_key
 from jobs.queues import schedule_delivery
 from jobs.session.notices import PullRequestNotice
@@ -29,7 +30,12 @@ log = logging.getLogger(__name__)
 BRANCH_PREFIX = "threadline/"
 NO_FORGE = (
     "this channel has no repository that takes pull requests. An admin maps the channel in "
-    'CHANNEL_REPOS to {"url": ..., "forge": "github", "repo": "owner/name"} and sets GITHUB_TOKEN.'
+    'CHANNEL_REPOS to {"url": ..., "forge": "github", "repo": "owner/name"} and gives the forge a '
+    "token (GITHUB_TOKEN, or a GitHub App)."
+)
+NO_TOKEN = (
+    "this channel's repository takes pull requests, but the forge has no token: an admin sets "
+    "GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE."
 )
 PULL_FOOTER = "\n\n---\nOpened from a Slack thread by threadline."
 
@@ -69,7 +75,7 @@ class ForgePullRequests:
             head = self._push(snapshot, target, title, body)
         assert channel_repo.repo is not None
         try:
-            with GitHub(self.settings.GITHUB_API_URL, self.settings.GITHUB_TOKEN, channel_repo.repo) as forge:
+            with GitHub(self.settings.GITHUB_API_URL, target.token, channel_repo.repo) as forge:
                 found = forge.open_pull_for(target.branch)
                 text = body + PULL_FOOTER
                 if found is None:
@@ -105,7 +111,13 @@ class ForgePullRequests:
             name = BRANCH_PREFIX + branch
         else:
             name = BRANCH_PREFIX + thread_branch(self.store.key.channel, self.store.key.thread_ts)
-        return channel_repo, Target(url=channel_repo.url, branch=name, token=self.settings.GITHUB_TOKEN)
+        try:
+            token = forge_token(self.settings, channel_repo)
+        except ForgeRefused as refused:
+            raise ToolError(str(refused)) from None
+        if token is None:
+            raise ToolError(NO_TOKEN)
+        return channel_repo, Target(url=channel_repo.url, branch=name, token=token)
 
     def _snapshot(self, channel_repo: ChannelRepo, target: Target) -> Snapshot:
         assert self.mirror is not None  # a channel with a repository has its mirror

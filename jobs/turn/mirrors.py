@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agent.redaction import redact_text, redact_url
 from jobs.forge.git import auth_environment
-from jobs.settings import ChannelRepo, Settings
+from jobs.settings import Settings
 
 MIRRORS_DIR = ".mirrors"
 GIT_TIMEOUT_S = 600  # a large repository over a slow link; a turn has an hour
@@ -41,11 +41,6 @@ def channel_mirror(settings: Settings, channel: str | None) -> Path | None:
     channel_repo = settings.CHANNEL_REPOS.get(channel) if channel is not None else None
     repository = channel_repo.url if channel_repo is not None else None
     return None if repository is None else mirror_path(settings, repository)
-
-
-def forge_token(settings: Settings, channel_repo: ChannelRepo) -> str | None:
-    """The token git needs for this repository: the forge's, when it has one."""
-    return settings.GITHUB_TOKEN if channel_repo.forge == "github" else None
 
 
 def refresh_mirror(settings: Settings, repository: str, token: str | None = None) -> tuple[Path, str | None]:

@@ -29,11 +29,13 @@ from agent.redaction import redact_url
 from agent.tools.sandbox import sandbox_user
 from jobs.forge.branch import base_file, record_base, shadow_dir
 from jobs.forge.git import GitFailed, git
+from jobs.forge.github import ForgeRefused
+from jobs.forge.tokens import forge_token
 from jobs.keys import SessionKey
 from jobs.session.meta import MetaHash
 from jobs.settings import ChannelRepo, Settings
 from jobs.storage import storage_id
-from jobs.turn.mirrors import forge_token, refresh_mirror, run_git
+from jobs.turn.mirrors import refresh_mirror, run_git
 from jobs.turn.sandbox import shell_sandbox
 
 log = logging.getLogger(__name__)
@@ -156,7 +158,13 @@ def hand_over(path: Path, owner: tuple[int, int]) -> None:
 
 
 def _clone(settings: Settings, channel_repo: ChannelRepo, path: Path) -> None:
-    repository, token = channel_repo.url, forge_token(settings, channel_repo)
+    repository = channel_repo.url
+    try:
+        token = forge_token(settings, channel_repo)
+    except ForgeRefused as refused:
+        raise WorkspaceError(
+            f"could not clone {redact_url(repository)} for this channel: {refused}"
+        ) from None
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".cloning")
     shutil.rmtree(partial, ignore_errors=True)  # left by a worker that died mid-clone

@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from agent.tools.builtin.common import ToolError
-from gateway.sandbox.fake_forge import FakeForge
+from gateway.sandbox.fake_forge import App, FakeForge
 from jobs.forge.branch import shadow_dir
 from jobs.forge.pull_requests import NO_FORGE, ForgePullRequests
 from jobs.keys import SessionKey, fixed_session_keys, pull_request_key
@@ -201,3 +203,55 @@ def test_what_the_sandbox_planted_in_the_workspace_never_runs_or_sees_the_token(
     assert all(TOKEN not in path.read_text() for path in kept)
     pushes = [c for c in forge.calls() if "receive-pack" in c.path]
     assert pushes and all(forge.token_of(c.headers) == TOKEN for c in pushes)
+
+
+def app_key(tmp_path: Path, name: str) -> tuple[Path, str]:
+    """An RSA private key written as PEM, and its public key's PEM."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path = tmp_path / f"{name}.pem"
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return path, public.decode()
+
+
+def test_a_github_app_mints_a_token_for_each_clone_and_push(tmp_path, forge, redis):
+    key_file, public = app_key(tmp_path, "app")
+    forge.install_app(App(4242, public, 77, ("acme/app",), ("contents", "pull_requests")))
+    settings = settings_for(
+        tmp_path, forge, GITHUB_TOKEN=None, GITHUB_APP_ID=4242, GITHUB_APP_PRIVATE_KEY_FILE=key_file
+    )
+    pulls = port(redis, settings)  # the clone takes the first token
+    (pulls.workspace / "README.md").write_text("changed\n")
+
+    said = pulls.publish("From the app", "b", None)
+
+    minted = forge.minted()
+    assert said.startswith("Opened pull request #1") and len(minted) == 2
+    pushes = [c for c in forge.calls() if c.method == "POST" and c.path.endswith("git-receive-pack")]
+    assert [forge.token_of(c.headers) for c in pushes] == [minted[1]]
+
+
+def test_a_github_app_that_cannot_get_a_token_says_why(tmp_path, forge, redis):
+    key_file, public = app_key(tmp_path, "app")
+    other_file, _ = app_key(tmp_path, "other")
+    forge.install_app(App(4242, public, 77, ("acme/elsewhere",), ("contents", "pull_requests")))
+    workspace_settings = settings_for(tmp_path, forge)  # cloned with the plain token
+    pulls = port(redis, workspace_settings)
+    (pulls.workspace / "README.md").write_text("changed\n")
+
+    for key, why in (
+        (key_file, "the GitHub App is not installed on acme/app"),
+        (other_file, "refused the GitHub App's signature: check GITHUB_APP_ID"),
+    ):
+        app = settings_for(
+            tmp_path, forge, GITHUB_TOKEN=None, GITHUB_APP_ID=4242, GITHUB_APP_PRIVATE_KEY_FILE=key
+        )
+        with pytest.raises(ToolError, match=why):
+            ForgePullRequests(SessionStore(redis, KEY), app, pulls.workspace, pulls.mirror).preview(None)
+    assert forge.minted() == [] and forge.head_of("acme/app", BRANCH) is None
