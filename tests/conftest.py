@@ -12,6 +12,7 @@ import pytest
 from redis import Redis
 
 from agent.testing import FakeLLM
+from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.stack import BOT_TOKEN, Stack
 from tests.durable_redis import DurableRedis
@@ -126,7 +127,21 @@ def fake_slack() -> Iterator[FakeSlack]:
     fake.stop()
 
 
+FORGE_TOKEN = "ghs_forgetoken0123456789abcdefABCDEF"
 LOG_TAIL_CHARS = 6_000  # of each process's log, shown under a failed test
+
+
+@pytest.fixture
+def forge(tmp_path: Path) -> Iterator[FakeForge]:
+    """A fake GitHub over HTTP holding `acme/app` (README.md, app.py, src/app.py on `main`), which
+    FORGE_TOKEN may push to and open pull requests on."""
+    fake = FakeForge(tmp_path).start()
+    fake.add_repo(
+        "acme/app", {"README.md": "hello\n", "app.py": "print('bug')\n", "src/app.py": "print('v1')\n"}
+    )
+    fake.grant(FORGE_TOKEN, "contents", "pull_requests")
+    yield fake
+    fake.stop()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.testing import calls, text
@@ -25,30 +21,21 @@ from jobs.janitor import sweep
 from jobs.keys import SessionKey
 from jobs.session.notices import UnknownResultNotice
 from jobs.session.store import SessionStore
+from tests.conftest import FORGE_TOKEN
 from tests.e2e.test_live_turns import card_with, click, start, state, tool_results
 from tests.polling import wait_for
 from tests.slack_events import message
 from tests.thread_view import bot_messages, shown
 from tests.unattended import UNATTENDED
 
-TOKEN = "ghs_e2eforgetoken0123456789abcdef"
 CARD_MARK = ":twisted_rightwards_arrows: Pull request"
-
-
-@pytest.fixture
-def forge(tmp_path: Path) -> Iterator[FakeForge]:
-    fake = FakeForge(tmp_path).start()
-    fake.add_repo("acme/app", {"README.md": "hello\n", "app.py": "print('bug')\n"})
-    fake.grant(TOKEN, "contents", "pull_requests")
-    yield fake
-    fake.stop()
 
 
 def forge_settings(forge: FakeForge) -> dict[str, str]:
     repo = {"url": f"{forge.url}/acme/app.git", "forge": "github", "repo": "acme/app", "base": "main"}
     return {
         "CHANNEL_REPOS": json.dumps({"C111": repo}),
-        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_TOKEN": FORGE_TOKEN,
         "GITHUB_API_URL": forge.api_url,
     }
 
@@ -114,7 +101,7 @@ def test_a_threads_work_becomes_one_pull_request_that_a_follow_up_updates(
     assert len(opened) == 1
     everything_said = json.dumps(fake_llm.requests) + json.dumps([c.args for c in fake_slack.calls()])
     logs = stack.log("web") + stack.log("worker0")
-    assert TOKEN not in everything_said and TOKEN not in logs
+    assert FORGE_TOKEN not in everything_said and FORGE_TOKEN not in logs
 
 
 def test_a_channel_without_a_forge_is_told_so_and_nobody_is_asked(make_stack, fake_slack, fake_llm, redis):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,19 +24,10 @@ from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.mirrors import channel_mirror
 from jobs.turn.workspace import ensure_workspace
+from tests.conftest import FORGE_TOKEN
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000100")
-TOKEN = "ghs_forgetoken0123456789abcdefABCDEF"
 BRANCH = "threadline/c1-1700000000000100"
-
-
-@pytest.fixture
-def forge(tmp_path: Path) -> Iterator[FakeForge]:
-    fake = FakeForge(tmp_path).start()
-    fake.add_repo("acme/app", {"README.md": "hello\n", "src/app.py": "print('v1')\n"})
-    fake.grant(TOKEN, "contents", "pull_requests")
-    yield fake
-    fake.stop()
 
 
 def settings_for(tmp_path: Path, forge: FakeForge, **more: object) -> Settings:
@@ -45,7 +35,7 @@ def settings_for(tmp_path: Path, forge: FakeForge, **more: object) -> Settings:
     values: dict[str, object] = {
         "AGENT_WORKDIR": tmp_path / "ws",
         "CHANNEL_REPOS": {"C1": repo},
-        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_TOKEN": FORGE_TOKEN,
         "GITHUB_API_URL": forge.api_url,
         "COMMIT_AUTHOR_NAME": "Threadline Bot",
         "COMMIT_AUTHOR_EMAIL": "bot@example.com",
@@ -114,12 +104,12 @@ def test_a_token_without_a_right_is_told_which_right(tmp_path, forge, redis):
     settings = settings_for(tmp_path, forge)
     pulls = port(redis, settings)
     (pulls.workspace / "README.md").write_text("changed\n")
-    forge.grant(TOKEN, "contents")  # may push, may not open pull requests
+    forge.grant(FORGE_TOKEN, "contents")  # may push, may not open pull requests
 
     with pytest.raises(ToolError, match="lacks the right this needs: pull_requests=write"):
         pulls.publish("t", "b", None)
 
-    forge.grant(TOKEN, "pull_requests")  # may not push
+    forge.grant(FORGE_TOKEN, "pull_requests")  # may not push
     with pytest.raises(ToolError, match="contents=write"):
         pulls.publish("t", "b", "other-name")
     assert not forge.pulls()
@@ -150,11 +140,11 @@ def test_a_branch_pushed_before_its_pull_request_failed_gets_it_later_without_a_
 ):
     pulls = port(redis, settings_for(tmp_path, forge))
     (pulls.workspace / "README.md").write_text("changed\n")
-    forge.grant(TOKEN, "contents")  # the push lands, the pull request call is refused
+    forge.grant(FORGE_TOKEN, "contents")  # the push lands, the pull request call is refused
     with pytest.raises(ToolError, match="was pushed, but the token lacks"):
         pulls.publish("t", "b", None)
     pushed = forge.head_of("acme/app", BRANCH)
-    forge.grant(TOKEN, "contents", "pull_requests")
+    forge.grant(FORGE_TOKEN, "contents", "pull_requests")
 
     said = pulls.publish("t", "b", None)
 
@@ -200,9 +190,9 @@ def test_what_the_sandbox_planted_in_the_workspace_never_runs_or_sees_the_token(
     assert tree.startswith("120000 ")  # the link itself, never the file it points at
     assert forge.file_at("acme/app", BRANCH, "link-out") == str(secret)
     kept = [workspace / ".git" / "config", *shadow_dir(workspace).rglob("config")]
-    assert all(TOKEN not in path.read_text() for path in kept)
+    assert all(FORGE_TOKEN not in path.read_text() for path in kept)
     pushes = [c for c in forge.calls() if "receive-pack" in c.path]
-    assert pushes and all(forge.token_of(c.headers) == TOKEN for c in pushes)
+    assert pushes and all(forge.token_of(c.headers) == FORGE_TOKEN for c in pushes)
 
 
 def app_key(tmp_path: Path, name: str) -> tuple[Path, str]:
