@@ -34,9 +34,7 @@ def test_a_channel_pointed_at_a_repository_starts_from_a_clone(tmp_path: Path):
     path = ensure_workspace(settings, KEY)
     assert (path / "README.md").read_text() == "hello from the team repo\n"
     assert (path / ".git").is_dir()
-    head = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
-    ).stdout
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
     assert recorded_base(path) == head.stdout.strip()  # what a pull request starts from, kept beside it
 
     remove_workspace(settings, KEY)
