@@ -14,6 +14,7 @@ from typing import Protocol
 from pydantic import Field
 
 from agent.offload import in_thread
+from agent.tools import accesses as acc
 from agent.tools.base import Tool, ToolContext, ToolExecution, ToolResult
 from agent.tools.builtin.common import Params
 
@@ -75,7 +76,9 @@ class OpenPullRequest(Tool[OpenPullRequestParams]):
             said = await in_thread(port.publish, args.title, args.body, args.branch)
             return ToolResult(output=said)
 
-        return ToolExecution(run=run, accesses=None, preview=preview)
+        # It reads the whole workspace and writes none of it (its commits live beside it), so it
+        # waits for the batch's writes but never holds the workspace's write lock.
+        return ToolExecution(run=run, accesses=acc.read_tree(str(context.workspace)), preview=preview)
 
     async def run(self, args: OpenPullRequestParams, context: ToolContext) -> ToolResult:
         return await self.resolve_execution(args, context).run()  # type: ignore[no-any-return]
