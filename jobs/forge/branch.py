@@ -29,6 +29,7 @@ class Snapshot:
     tree: str
     stat: str  # `git diff --stat` of the parent and the tree ("" when nothing changed)
     on_forge: bool  # the branch already exists on the forge (parent is its head)
+    total_stat: str  # `git diff --stat` of the clone's base and the tree: the whole pull request
 
     @property
     def changed(self) -> bool:
@@ -87,8 +88,14 @@ def take_snapshot(workspace: Path, mirror: Path, target: Target, thread: str) ->
     git(shadow, "read-tree", parent)
     git(shadow, "add", "--all", "--", ".", work_tree=workspace)
     tree = git(shadow, "write-tree").strip()
-    stat = git(shadow, "diff-tree", "--stat", "--summary", f"{parent}^{{tree}}", tree).strip()
-    return Snapshot(parent=parent, tree=tree, stat=stat, on_forge=remote is not None)
+    stat = _stat(shadow, parent, tree)
+    base = recorded_base(workspace)
+    total = _stat(shadow, base, tree) if base is not None and base != parent else stat
+    return Snapshot(parent=parent, tree=tree, stat=stat, on_forge=remote is not None, total_stat=total)
+
+
+def _stat(shadow: Path, commit: str, tree: str) -> str:
+    return git(shadow, "diff-tree", "--stat", "--summary", f"{commit}^{{tree}}", tree).strip()
 
 
 def push_snapshot(

@@ -3,8 +3,8 @@
 The thread's branch is `threadline/<channel>-<thread ts>` (or `threadline/<name>` the model
 chose for the first one); the pull request found on the forge for that branch is the thread's,
 so a second call, a retry or a resume after a crash updates it rather than opening another.
-What was opened is kept in Redis (`pull_request_key`) and shown in the thread as one card,
-edited on each push.
+What was opened is kept in Redis (jobs.forge.record) and shown in the thread as one card,
+edited on each push and as the forge reports the pushed commit's CI (jobs.forge.ci_watch).
 """
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from agent.tools.builtin.common import ToolError
 from jobs.forge.branch import BranchRefused, Snapshot, Target, push_snapshot, take_snapshot
+from jobs.forge.ci_watch import SETTLED_CI, schedule_ci_watch
 from jobs.forge.git import GitFailed
 from jobs.forge.github import ForgeRefused, GitHub
+from jobs.forge.record import PullRequestRecord, read_record, save_record, show_card
 from jobs.forge.tokens import forge_token
-from jobs.keys import pull_request_key
-from jobs.queues import schedule_delivery
 from jobs.session.notices import PullRequestNotice
 from jobs.session.store import SessionStore
 from jobs.settings import ChannelRepo, Settings
@@ -40,14 +38,6 @@ NO_TOKEN = (
 PULL_FOOTER = "\n\n---\nOpened from a Slack thread by threadline."
 
 
-class PullRequestRecord(BaseModel):
-    repo: str
-    number: int
-    url: str
-    branch: str
-    pushes: int = 0
-
-
 class ForgePullRequests:
     def __init__(self, store: SessionStore, settings: Settings, workspace: Path, mirror: Path | None) -> None:
         """`mirror`: the channel repository's mirror the workspace was cloned with (jobs.turn.mirrors)."""
@@ -61,7 +51,7 @@ class ForgePullRequests:
         snapshot = self._snapshot(channel_repo, target)
         record = self._record()
         self._refuse_if_unchanged(snapshot, record)
-        what = f"updates pull request #{record.number}" if record else "opens a pull request"
+        what = f"updates pull request #{record.card.number}" if record else "opens a pull request"
         where = f"`{target.branch}` to {channel_repo.repo}, base `{channel_repo.base}`"
         return f"Pushes {where}; {what}.\n{snapshot.stat}"
 
@@ -85,18 +75,23 @@ class ForgePullRequests:
                 ci = forge.ci_state(head)
         except ForgeRefused as refused:
             raise ToolError(f"the branch {target.branch} was pushed, but {refused}") from None
-        pushes = record.pushes + int(snapshot.changed) if record else 1  # a first push may be a crashed run's
-        record = PullRequestRecord(
+        pushes = (
+            record.card.pushes + int(snapshot.changed) if record else 1
+        )  # a first push may be a crashed run's
+        card = PullRequestNotice(
             repo=channel_repo.repo,
             number=int(pull["number"]),
             url=str(pull["html_url"]),
+            title=title,
             branch=target.branch,
+            base=channel_repo.base,
+            stat=stat_line(snapshot.total_stat),
+            ci=ci,
+            conflicts=pull.get("mergeable") is False,
             pushes=pushes,
         )
-        self.store.redis.set(pull_request_key(self.store.key), record.model_dump_json())
-        conflicts = pull.get("mergeable") is False
-        self._show(record, title, channel_repo.base, snapshot, ci, conflicts)
-        return _said(record, found is None, channel_repo.base, snapshot, conflicts)
+        self._show(PullRequestRecord(card=card, head=head))
+        return _said(card, found is None, snapshot)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -106,7 +101,7 @@ class ForgePullRequests:
             raise ToolError(NO_FORGE)
         record = self._record()
         if record is not None:
-            name = record.branch
+            name = record.card.branch
         elif branch:
             name = BRANCH_PREFIX + branch
         else:
@@ -134,8 +129,8 @@ class ForgePullRequests:
             return  # a branch pushed before a crash, its pull request not opened yet: open it now
         if record is not None:
             raise ToolError(
-                f"nothing changed since the last push to {record.branch}; pull request #{record.number} "
-                f"is up to date: {record.url}"
+                f"nothing changed since the last push to {record.card.branch}; pull request "
+                f"#{record.card.number} is up to date: {record.card.url}"
             )
         raise ToolError("nothing in the workspace changed since it was cloned; there is nothing to propose")
 
@@ -150,32 +145,14 @@ class ForgePullRequests:
             raise ToolError(f"git could not commit the changes: {failed.stderr[-300:]}") from None
 
     def _record(self) -> PullRequestRecord | None:
-        raw = self.store.redis.get(pull_request_key(self.store.key))
-        return PullRequestRecord.model_validate_json(raw) if raw else None
+        return read_record(self.store)
 
-    def _show(
-        self,
-        record: PullRequestRecord,
-        title: str,
-        base: str,
-        snapshot: Snapshot,
-        ci: str | None,
-        conflicts: bool,
-    ) -> None:
-        notice = PullRequestNotice(
-            repo=record.repo,
-            number=record.number,
-            url=record.url,
-            title=title,
-            branch=record.branch,
-            base=base,
-            stat=stat_line(snapshot.stat),
-            ci=ci,
-            conflicts=conflicts,
-            pushes=record.pushes,
-        )
-        self.store.post_notice(notice)
-        schedule_delivery(self.store.redis, self.store.key)
+    def _show(self, record: PullRequestRecord) -> None:
+        """Keep the record, edit the thread's card, and watch the head's CI while it runs."""
+        save_record(self.store, record)
+        show_card(self.store, record.card)
+        if record.card.ci not in SETTLED_CI:
+            schedule_ci_watch(self.store.redis, self.store.key, record.head)
 
 
 def thread_branch(channel: str, thread_ts: str) -> str:
@@ -188,16 +165,17 @@ def stat_line(stat: str) -> str:
     return lines[-1].strip() if lines else "no file changes"
 
 
-def _said(record: PullRequestRecord, opened: bool, base: str, snapshot: Snapshot, conflicts: bool) -> str:
+def _said(card: PullRequestNotice, opened: bool, snapshot: Snapshot) -> str:
     verb = "Opened" if opened else "Updated"
     changes = stat_line(snapshot.stat) if snapshot.changed else "no new commit"
     lines = [
-        f"{verb} pull request #{record.number}: {record.url}",
-        f"Branch {record.branch} → {base}: {changes}.",
+        f"{verb} pull request #{card.number}: {card.url}",
+        f"Branch {card.branch} → {card.base}: {changes}.",
     ]
-    if conflicts:
+    if card.conflicts:
         lines.append(
-            f"The forge reports that the branch conflicts with {base}: the base moved since the workspace "
-            "was cloned. Tell the people in the thread; resolving it needs the new base in the workspace."
+            f"The forge reports that the branch conflicts with {card.base}: the base moved since the "
+            "workspace was cloned. Tell the people in the thread; resolving it needs the new base in "
+            "the workspace."
         )
     return "\n".join(lines)

@@ -82,9 +82,9 @@ def test_the_workspace_becomes_one_pull_request_that_later_pushes_update(tmp_pat
     assert again.startswith("Updated pull request #1") and forge.file_at("acme/app", BRANCH, "docs.md")
     assert [(c.number, c.pushes, c.stat) for c in cards(redis)] == [
         (1, 1, "2 files changed, 2 insertions(+), 1 deletion(-)"),
-        (1, 2, "1 file changed, 1 insertion(+)"),
+        (1, 2, "3 files changed, 3 insertions(+), 1 deletion(-)"),  # the whole pull request
     ]
-    assert json.loads(redis.get(pull_request_key(KEY)))["branch"] == BRANCH
+    assert json.loads(redis.get(pull_request_key(KEY)))["card"]["branch"] == BRANCH
     assert pull_request_key(KEY) in fixed_session_keys(KEY)  # retention and purge remove it with the session
 
 
