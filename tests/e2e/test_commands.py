@@ -15,7 +15,7 @@ from jobs.keys import SessionKey, cancel_key, checkpoint_key
 from jobs.session.history import load_fold
 from jobs.session.state import state_of
 from jobs.session.store import SessionStore
-from tests.e2e.sessions import link, open_session, put_in_state, slash_command
+from tests.e2e.sessions import link, open_session, put_in_state, slash_command, turn_ended
 from tests.polling import wait_for
 from tests.slack_events import message
 from tests.thread_view import ephemerals, thread_texts
@@ -212,7 +212,10 @@ def test_status_resume_and_compact_in_the_thread(stack, fake_slack, fake_llm, re
     put_in_state(redis, key, "cancelled")
     say(stack, fake_slack, key, "!resume")
     assert ephemerals(fake_slack, "W222")[-1]["text"].startswith("Resumed")
-    wait_for(lambda: state_of(SessionStore(redis, key)) == "idle", what="the resumed turn to end")
+    # Asked the model and let go of the lease: a turn writes idle before it lets go, and a compaction
+    # queued before that finds the session busy (and the model's next reply must be the summary's).
+    resumed = lambda: len(fake_llm.requests) == 2 and turn_ended(redis, key)  # noqa: E731
+    wait_for(resumed, what="the resumed turn to end")
     fake_llm.script(text(SUMMARY))
     say(stack, fake_slack, key, "!compact")
     assert ephemerals(fake_slack, "W222")[-1]["text"].startswith("Compacting")
