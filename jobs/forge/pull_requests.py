@@ -75,9 +75,8 @@ class ForgePullRequests:
                 ci = forge.ci_state(head)
         except ForgeRefused as refused:
             raise ToolError(f"the branch {target.branch} was pushed, but {refused}") from None
-        pushes = (
-            record.card.pushes + int(snapshot.changed) if record else 1
-        )  # a first push may be a crashed run's
+        # Without a record, the branch was pushed now or by a run that died before recording it.
+        pushes = record.card.pushes + int(snapshot.changed) if record else 1
         card = PullRequestNotice(
             repo=channel_repo.repo,
             number=int(pull["number"]),
