@@ -245,3 +245,14 @@ def test_a_github_app_that_cannot_get_a_token_says_why(tmp_path, forge, redis):
         with pytest.raises(ToolError, match=why):
             ForgePullRequests(SessionStore(redis, KEY), app, pulls.workspace, pulls.mirror).preview(None)
     assert forge.minted() == [] and forge.head_of("acme/app", BRANCH) is None
+
+
+def test_a_branch_that_conflicts_with_its_base_is_said_to_the_model_and_on_the_card(tmp_path, forge, redis):
+    pulls = port(redis, settings_for(tmp_path, forge))
+    (pulls.workspace / "README.md").write_text("changed\n")
+    forge.mergeable[BRANCH] = False  # what GitHub answers once the base moved under the same lines
+
+    said = pulls.publish("t", "b", None)
+
+    assert "the branch conflicts with main: the base moved since the workspace was cloned" in said
+    assert [c.conflicts for c in cards(redis)] == [True]
