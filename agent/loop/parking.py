@@ -15,18 +15,18 @@ from pathlib import Path
 
 from agent.loop.ports import ParkedCall
 from agent.messages import ToolCall
+from agent.tools.base import ToolResult
 from agent.tools.cancel import CancelSignal
 from agent.tools.policy import (
     ApprovalDecision,
-    ApprovalRequest,
     Approver,
     Ask,
-    Cancelled,
     NoGuard,
     PermissionPolicy,
+    RecordedDecisions,
     ToolGuard,
 )
-from agent.tools.preflight import PreparedCall, preflight_call, until_cancelled
+from agent.tools.preflight import PreparedCall, asking_reason, preflight_call
 from agent.tools.registry import ToolRegistry
 
 ApprovalCheck = Callable[[list[ToolCall], CancelSignal], Awaitable[list[ParkedCall]]]
@@ -49,30 +49,14 @@ def approval_check(
                 policy=policy,
             )
             if isinstance(prepared, PreparedCall) and isinstance(prepared.decision, Ask):
-                asking = await _asking(prepared, prepared.decision, signal)
-                if asking is not None:
-                    parked.append(asking)
+                reason = await asking_reason(prepared, prepared.decision, signal)
+                if not isinstance(reason, ToolResult):  # else nobody is asked: the step runs it
+                    parked.append(ParkedCall(call=call, reason=reason))
         return parked
 
     return check
 
 
-async def _asking(prepared: PreparedCall, decision: Ask, signal: CancelSignal) -> ParkedCall | None:
-    """The call as a person is asked about it; None when its preview failed or the turn was
-    stopped meanwhile (nobody is asked: the call runs with the step and says why)."""
-    if prepared.execution.preview is None:
-        return ParkedCall(call=prepared.call, reason=decision.reason)
-    previewed = await until_cancelled(prepared.execution.preview(), signal)
-    if signal.cancelled or previewed.exception() is not None:
-        return None
-    reason = "\n".join(part for part in (decision.reason, previewed.result()) if part)
-    return ParkedCall(call=prepared.call, reason=reason)
-
-
 def approver_for(decisions: dict[str, ApprovalDecision]) -> Approver:
     """An approver that answers from decisions already recorded (a call not decided: cancelled)."""
-
-    async def decide(request: ApprovalRequest) -> ApprovalDecision:
-        return decisions.get(request.tool_call_id, Cancelled())
-
-    return decide
+    return RecordedDecisions(decisions)

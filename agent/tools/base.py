@@ -92,8 +92,9 @@ class ToolExecution:
     """A prepared call: what it touches (None = everything) and the coroutine that runs it.
 
     `preview`, for a call that asks a person first: what they should see besides its arguments
-    (the target and the changes of a pull request). It runs only when a person is asked; an
-    exception from it is the call's result instead, and nobody is asked."""
+    (the target and the changes of a pull request). It runs only when a person may be asked (not
+    when a continuation replays recorded decisions); an exception from it is the call's result
+    instead, and nobody is asked."""
 
     run: Callable[[], Awaitable[Any]]
     accesses: Sequence[Access] | None = None

@@ -10,7 +10,7 @@ approval is not run and the model is told the request was cancelled.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -95,6 +95,17 @@ class Expired:
 
 ApprovalDecision = Approved | Rejected | Cancelled | Expired
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedDecisions:
+    """The approver of a parked step's continuation: it answers from the decisions people already
+    took (a call nobody decided: cancelled), so nobody is asked now."""
+
+    decisions: Mapping[str, ApprovalDecision]
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        return self.decisions.get(request.tool_call_id, Cancelled())
 
 
 class PermissionPolicy(Protocol):

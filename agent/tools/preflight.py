@@ -35,6 +35,7 @@ from agent.tools.policy import (
     Deny,
     Expired,
     PermissionPolicy,
+    RecordedDecisions,
     Rejected,
     ToolGuard,
 )
@@ -128,14 +129,11 @@ async def settle_permission(
         return None
     assert isinstance(decision, Ask)
     name = prepared.call.name
-    reason = decision.reason
-    if prepared.execution.preview is not None:
-        previewed = await until_cancelled(prepared.execution.preview(), signal)
-        if signal.cancelled:
-            return error_result(texts.aborted(name, signal.reason or "aborted"))
-        if previewed.exception() is not None:
-            return failure_result(name, previewed.exception())  # type: ignore[arg-type]  # not None: just checked
-        reason = "\n".join(part for part in (reason, previewed.result()) if part)
+    reason: str | ToolResult | None = decision.reason
+    if not isinstance(approver, RecordedDecisions):  # replayed decisions ask nobody: no preview
+        reason = await asking_reason(prepared, decision, signal)
+    if isinstance(reason, ToolResult):
+        return reason
     if approver is None:
         return error_result(texts.approval_cancelled(name))
     request = ApprovalRequest(prepared.call.id, name, prepared.arguments, reason)
@@ -153,6 +151,23 @@ async def settle_permission(
     if isinstance(reply, Expired):
         return error_result(texts.approval_expired(name, reply.after))
     return error_result(texts.approval_cancelled(name))
+
+
+async def asking_reason(
+    prepared: PreparedCall, decision: Ask, signal: CancelSignal
+) -> str | ToolResult | None:
+    """The policy's reason followed by the call's preview, if it has one: what a person asked
+    about the call reads. A ToolResult instead when nobody should be asked: the preview failed
+    (its error, as the call's result) or the call was stopped meanwhile."""
+    if prepared.execution.preview is None:
+        return decision.reason
+    previewed = await until_cancelled(prepared.execution.preview(), signal)
+    if signal.cancelled:
+        return error_result(texts.aborted(prepared.call.name, signal.reason or "aborted"))
+    failed = previewed.exception()
+    if failed is not None:
+        return failure_result(prepared.call.name, failed)
+    return "\n".join(part for part in (decision.reason, previewed.result()) if part)
 
 
 async def until_cancelled(work: Awaitable[T], signal: CancelSignal) -> asyncio.Future[T]:
