@@ -314,7 +314,7 @@ def reacted_key(key: SessionKey) -> str:
 
 
 def pull_request_key(key: SessionKey) -> str:
-    """String: the thread's pull request (jobs.forge.pull_requests.PullRequestRecord JSON)."""
+    """String: the thread's pull request (jobs.forge.record.PullRequestRecord JSON)."""
     return key.redis_key("pull_request")
 
 

@@ -165,7 +165,7 @@ class ChannelRepo(BaseModel):
         return {"url": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _forge_names_its_repo(self) -> ChannelRepo:
+    def _forge_and_base_are_usable(self) -> ChannelRepo:
         if self.forge is not None and self.repo is None:
             raise ValueError('a forge needs "repo": "owner/name"')
         if ".." in self.base or self.base.startswith(("/", "-")) or self.base.endswith("/"):

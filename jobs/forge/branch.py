@@ -68,6 +68,7 @@ def take_snapshot(workspace: Path, mirror: Path, target: Target, thread: str) ->
     """The workspace's files as a tree on top of the branch's head (or the clone's base)."""
     shadow = _shadow(workspace, mirror)
     remote = _remote_head(shadow, target)
+    base = recorded_base(workspace)
     if remote is not None:
         fetched = f"+refs/heads/{target.branch}:refs/forge/head"
         git(shadow, "fetch", "--quiet", "--no-tags", target.url, fetched, token=target.token)
@@ -77,19 +78,17 @@ def take_snapshot(workspace: Path, mirror: Path, target: Target, thread: str) ->
                 "it is left as it is"
             )
         parent = remote
-    else:
-        base = recorded_base(workspace)
-        if base is None:
-            raise BranchRefused(
-                "this session's workspace was not cloned from the channel's repository by this version "
-                "of threadline, so the commit its changes start from is unknown; start a new thread"
-            )
+    elif base is not None:
         parent = base
+    else:
+        raise BranchRefused(
+            "this session's workspace was not cloned from the channel's repository by this version "
+            "of threadline, so the commit its changes start from is unknown; start a new thread"
+        )
     git(shadow, "read-tree", parent)
     git(shadow, "add", "--all", "--", ".", work_tree=workspace)
     tree = git(shadow, "write-tree").strip()
     stat = _stat(shadow, parent, tree)
-    base = recorded_base(workspace)
     total = _stat(shadow, base, tree) if base is not None and base != parent else stat
     return Snapshot(parent=parent, tree=tree, stat=stat, on_forge=remote is not None, total_stat=total)
 

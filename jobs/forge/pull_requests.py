@@ -47,18 +47,18 @@ class ForgePullRequests:
         self.mirror = mirror
 
     def preview(self, branch: str | None) -> str:
-        channel_repo, target = self._target(branch)
+        record = read_record(self.store)
+        channel_repo, target = self._target(branch, record)
         snapshot = self._snapshot(channel_repo, target)
-        record = self._record()
         self._refuse_if_unchanged(snapshot, record)
         what = f"updates pull request #{record.card.number}" if record else "opens a pull request"
         where = f"`{target.branch}` to {channel_repo.repo}, base `{channel_repo.base}`"
         return f"Pushes {where}; {what}.\n{snapshot.stat}"
 
     def publish(self, title: str, body: str, branch: str | None) -> str:
-        channel_repo, target = self._target(branch)
+        record = read_record(self.store)
+        channel_repo, target = self._target(branch, record)
         snapshot = self._snapshot(channel_repo, target)
-        record = self._record()
         self._refuse_if_unchanged(snapshot, record)
         head = snapshot.parent
         if snapshot.changed:
@@ -94,11 +94,11 @@ class ForgePullRequests:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _target(self, branch: str | None) -> tuple[ChannelRepo, Target]:
+    def _target(self, branch: str | None, record: PullRequestRecord | None) -> tuple[ChannelRepo, Target]:
+        """Where this call pushes: the thread's branch for good once it has a pull request."""
         channel_repo = self.settings.CHANNEL_REPOS.get(self.store.key.channel)
         if channel_repo is None or channel_repo.forge is None or channel_repo.repo is None:
             raise ToolError(NO_FORGE)
-        record = self._record()
         if record is not None:
             name = record.card.branch
         elif branch:
@@ -142,9 +142,6 @@ class ForgePullRequests:
             raise ToolError(str(refused)) from None
         except GitFailed as failed:
             raise ToolError(f"git could not commit the changes: {failed.stderr[-300:]}") from None
-
-    def _record(self) -> PullRequestRecord | None:
-        return read_record(self.store)
 
     def _show(self, record: PullRequestRecord) -> None:
         """Keep the record, edit the thread's card, and watch the head's CI while it runs."""
