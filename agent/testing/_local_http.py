@@ -58,6 +58,12 @@ class LocalServer:
         host, port = self._server.server_address[:2]
         return str(host), int(port)
 
+    @property
+    def url(self) -> str:
+        """http://host:port, the root every fake puts its own paths under."""
+        host, port = self.address
+        return f"http://{host}:{port}"
+
     def start(self) -> None:
         threading.Thread(target=self._server.serve_forever, name=self.name, daemon=True).start()
 

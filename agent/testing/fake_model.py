@@ -99,8 +99,7 @@ class FakeLLM:
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.address
-        return f"http://{host}:{port}/v1"
+        return f"{self._server.url}/v1"
 
     def script(self, *replies: Reply) -> None:
         for reply in replies:

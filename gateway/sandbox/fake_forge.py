@@ -126,8 +126,7 @@ class FakeForge:
 
     @property
     def url(self) -> str:
-        host, port = self._server.address
-        return f"http://{host}:{port}"
+        return self._server.url
 
     @property
     def api_url(self) -> str:
