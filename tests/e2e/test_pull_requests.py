@@ -15,7 +15,7 @@ import threading
 from agent.fold import INTERRUPTED_TOOL_RESULT
 from agent.testing import calls, text
 from gateway.sandbox.fake_forge import FakeForge
-from gateway.sandbox.stack import THREADLINE, Stack
+from gateway.sandbox.stack import THREADLINE
 from jobs.control import resume
 from jobs.janitor import sweep
 from jobs.keys import SessionKey
@@ -26,7 +26,6 @@ from tests.e2e.test_live_turns import card_with, click, start, state, tool_resul
 from tests.polling import wait_for
 from tests.slack_events import message
 from tests.thread_view import bot_messages, shown
-from tests.unattended import UNATTENDED
 
 CARD_MARK = ":twisted_rightwards_arrows: Pull request"
 
@@ -120,18 +119,9 @@ def test_a_channel_without_a_forge_is_told_so_and_nobody_is_asked(make_stack, fa
 
 
 def test_a_worker_killed_during_the_push_leaves_it_unknown_and_the_resumed_call_does_not_push_again(
-    tmp_path, redis, redis_url, fake_slack, fake_llm, forge
+    make_stack, redis, fake_slack, fake_llm, forge
 ):
-    stack = Stack(
-        tmp_path,
-        redis_url,
-        fake_slack.api_url,
-        fake_llm.base_url,
-        **UNATTENDED,
-        **forge_settings(forge),
-        LEASE_TTL_SECONDS="3",
-        JANITOR_INTERVAL_SECONDS="1",
-    ).start()
+    stack = make_stack(**forge_settings(forge), LEASE_TTL_SECONDS="3", JANITOR_INTERVAL_SECONDS="1")
     forge.hold_pushes = threading.Event()
     try:
         fake_llm.script(
@@ -163,5 +153,4 @@ def test_a_worker_killed_during_the_push_leaves_it_unknown_and_the_resumed_call_
         pushes = [c for c in forge.calls() if c.method == "POST" and c.path.endswith("git-receive-pack")]
         assert len(pushes) == 1  # checked on the forge, never pushed again
     finally:
-        forge.hold_pushes.set()
-        stack.stop()
+        forge.hold_pushes.set()  # a push still held would keep the forge's handler waiting

@@ -70,14 +70,7 @@ def test_a_thread_reply_steers_the_session_and_a_click_approves(
     try:
         with _client(sandbox) as page:
             root = page.post("/api/say", json={"channel": CHANNEL, "text": "@agent touch it"}).json()["ts"]
-            card = wait_for(
-                lambda: next(
-                    (m for m in bot_messages(fake_slack, CHANNEL, root) if "Approve" in buttons(m)), None
-                ),
-                what="the approval card",
-            )
-            click = {"channel": CHANNEL, "message_ts": card["ts"], "action_id": "tl_approve"}
-            assert page.post("/api/click", json=click).json() == {"ok": True, "statuses": [200]}
+            approve_on_the_page(page, fake_slack, root)
             wait_for(lambda: "done it" in _texts(fake_slack, root), what="the answer after approval")
             key = SessionKey(team=TEAM_ID, channel=CHANNEL, thread_ts=root)
             assert (workspace_of(tmp_path, key) / "ran").exists()
@@ -198,14 +191,7 @@ def test_the_sandbox_opens_pull_requests_on_a_local_fake_forge_and_the_page_show
         with _client(sandbox) as page:
             root = page.post("/api/say", json={"channel": CHANNEL, "text": "@agent add notes, open a PR"})
             ts = root.json()["ts"]
-            card = wait_for(
-                lambda: next(
-                    (m for m in bot_messages(fake_slack, CHANNEL, ts) if "Approve" in buttons(m)), None
-                ),
-                what="the approval card",
-            )
-            click = {"channel": CHANNEL, "message_ts": card["ts"], "action_id": "tl_approve"}
-            assert page.post("/api/click", json=click).json() == {"ok": True, "statuses": [200]}
+            approve_on_the_page(page, fake_slack, ts)
             wait_for(lambda: "Opened." in _texts(fake_slack, ts), what="the answer")
             shown_on_page = [m for m in page.get("/api/state").json()["messages"] if "Pull request" in str(m)]
             page_text = httpx.get(f"{forge.url}/{SANDBOX_REPO}/pull/1").text
@@ -219,6 +205,18 @@ def test_the_sandbox_opens_pull_requests_on_a_local_fake_forge_and_the_page_show
         forge.file_at(SANDBOX_REPO, f"threadline/{CHANNEL.lower()}-{ts.replace('.', '')}", "NOTES.md")
         == "notes\n"
     )
+
+
+def approve_on_the_page(page: httpx.Client, fake_slack: FakeSlack, thread_ts: str) -> None:
+    """Wait for the thread's approval card and click its Approve on the page."""
+    card = wait_for(
+        lambda: next(
+            (m for m in bot_messages(fake_slack, CHANNEL, thread_ts) if "Approve" in buttons(m)), None
+        ),
+        what="the approval card",
+    )
+    click = {"channel": CHANNEL, "message_ts": card["ts"], "action_id": "tl_approve"}
+    assert page.post("/api/click", json=click).json() == {"ok": True, "statuses": [200]}
 
 
 def _texts(fake_slack: FakeSlack, thread_ts: str) -> list[str]:
