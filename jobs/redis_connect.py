@@ -91,16 +91,19 @@ def connect(
 ) -> Redis:
     """A client of `target` (`socket_timeout_s=None` for a caller that blocks on purpose, as
     RQ's dequeue does for minutes)."""
-    timeouts = {"socket_timeout": socket_timeout_s, "socket_connect_timeout": connect_timeout_s}
-    timeouts["health_check_interval"] = HEALTH_CHECK_S
+    connection = {
+        "socket_timeout": socket_timeout_s,
+        "socket_connect_timeout": connect_timeout_s,
+        "health_check_interval": HEALTH_CHECK_S,
+    }
     if not target.sentinels:
         pool = BlockingConnectionPool.from_url(
-            target.url, max_connections=REDIS_MAX_CONNECTIONS, timeout=REDIS_POOL_WAIT_S, **timeouts
+            target.url, max_connections=REDIS_MAX_CONNECTIONS, timeout=REDIS_POOL_WAIT_S, **connection
         )
         client = Redis(connection_pool=pool)
     else:
         # redis-py's Sentinel pool does not wait for a free connection; its limit is as high.
-        kwargs = {**target.server_kwargs(), **timeouts, "max_connections": REDIS_MAX_CONNECTIONS}
+        kwargs = {**target.server_kwargs(), **connection, "max_connections": REDIS_MAX_CONNECTIONS}
         sentinel = target.sentinel(min(connect_timeout_s, SENTINEL_TIMEOUT_S))
         client = sentinel.master_for(target.service, **kwargs)
     _targets[client.connection_pool] = target
