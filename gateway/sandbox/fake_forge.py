@@ -72,6 +72,9 @@ class PullRequest:
 
     def shown(self, forge: FakeForge) -> dict[str, Any]:
         sha = forge.head_of(self.repo, self.head)
+        mergeable = forge.mergeable.get(self.head)
+        if mergeable is None:
+            mergeable = forge.merges_cleanly(self.repo, self.base, self.head)
         return {
             "number": self.number,
             "title": self.title,
@@ -80,7 +83,7 @@ class PullRequest:
             "html_url": f"{forge.url}/{self.repo}/pull/{self.number}",
             "head": {"ref": self.head, "sha": sha},
             "base": {"ref": self.base},
-            "mergeable": forge.mergeable.get(self.head, True),
+            "mergeable": mergeable,
         }
 
 
@@ -110,7 +113,7 @@ class FakeForge:
         self.root = root / "forge"
         self.root.mkdir(parents=True, exist_ok=True)
         self.state = _State()
-        self.mergeable: dict[str, bool] = {}  # head branch -> whether it merges cleanly
+        self.mergeable: dict[str, bool] = {}  # head branch -> `mergeable` forced (else git's merge says)
         # Set: each push waits (its request read whole) until the test sets this; `held` counts them.
         self.hold_pushes: threading.Event | None = None
         self.held = 0
@@ -138,27 +141,26 @@ class FakeForge:
         """A bare repository `repo` ("owner/name") whose `base` holds `files`; its clone URL."""
         bare = self.bare(repo)
         _git("init", "--quiet", "--bare", f"--initial-branch={base}", str(bare))
+        self.commit(repo, base, files, "initial")
+        return f"{self.url}/{repo}.git"
+
+    def commit(self, repo: str, branch: str, files: dict[str, str], message: str = "change") -> str:
+        """`files` written on top of `branch` (made if new) as one commit, as someone else's push; its sha."""
+        bare = str(self.bare(repo))
         with tempfile.TemporaryDirectory() as tmp:
-            _git("init", "--quiet", f"--initial-branch={base}", tmp)
+            _git("init", "--quiet", tmp)
+            if self.head_of(repo, branch):
+                _git("-C", tmp, "fetch", "--quiet", bare, f"refs/heads/{branch}")
+                _git("-C", tmp, "checkout", "--quiet", "FETCH_HEAD")
             for name, content in files.items():
                 path = Path(tmp, name)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(content)
             _git("-C", tmp, "add", "-A")
-            _git(
-                "-C",
-                tmp,
-                "-c",
-                "user.name=Forge",
-                "-c",
-                "user.email=forge@example.com",
-                "commit",
-                "--quiet",
-                "-m",
-                "initial",
-            )
-            _git("-C", tmp, "push", "--quiet", str(bare), f"HEAD:refs/heads/{base}")
-        return f"{self.url}/{repo}.git"
+            identity = ["-c", "user.name=Forge", "-c", "user.email=forge@example.com"]
+            _git("-C", tmp, *identity, "commit", "--quiet", "-m", message)
+            _git("-C", tmp, "push", "--quiet", bare, f"HEAD:refs/heads/{branch}")
+            return _git("-C", tmp, "rev-parse", "HEAD").strip()
 
     def add_repo_from(self, repo: str, source: Path, *, base: str = "main") -> str:
         """A bare copy of the local repository `source` whose `base` is `source`'s HEAD; its URL.
@@ -207,7 +209,20 @@ class FakeForge:
         return found.stdout.strip() or None
 
     def file_at(self, repo: str, ref: str, path: str) -> str:
-        return _git("-C", str(self.bare(repo)), "show", f"{ref}:{path}")
+        return self.git_in(repo, "show", f"{ref}:{path}")
+
+    def git_in(self, repo: str, *arguments: str) -> str:
+        """git run in `repo`'s bare repository; its output."""
+        return _git("-C", str(self.bare(repo)), *arguments)
+
+    def merges_cleanly(self, repo: str, base: str, head: str) -> bool:
+        """What GitHub's `mergeable` says: `head` merges into `base` without a conflict."""
+        merge = subprocess.run(
+            ["git", "-C", str(self.bare(repo)), "merge-tree", "--write-tree", base, head],
+            capture_output=True,
+            check=False,
+        )
+        return merge.returncode == 0
 
     def pulls(self) -> list[PullRequest]:
         with self._lock:

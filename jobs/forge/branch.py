@@ -3,20 +3,35 @@
 The commit is a snapshot: the tree of the workspace's files (what `git add -A` sees, `.git`
 left out) on top of the branch's head on the forge, or, before the first push, the commit the
 workspace was cloned at (recorded by the worker at clone time, `record_base`). The
-workspace's own history is never read: its commits, refs and configuration were written by
-the sandbox. Links are stored as links, never followed. A branch whose head on the forge was
+workspace's own history is not what is pushed: its commits, refs and configuration were written
+by the sandbox. Links are stored as links, never followed. A branch whose head on the forge was
 not pushed from this thread (its commit lacks the thread's trailer) is left alone.
+
+When the base branch moved under the change and the forge reports a conflict, `offer_new_base`
+brings the base's new head into the workspace as a bundle the sandbox fetches and rebases onto,
+and records it as the base. The next push is then a merge of the branch's head and that base,
+with the workspace's files as its tree, so the branch moves forward without a force push; it is
+refused until the workspace's HEAD (read as text, never through git in the workspace) descends
+from the new base, so a push cannot silently undo what the base gained.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 from jobs.forge.git import GitFailed, git
 
 TRAILER = "Slack-Thread"
+BASE_BUNDLE = ".threadline-base.bundle"  # in the workspace, for the sandbox to fetch; never pushed
+SAFE_REF = re.compile(r"refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
+SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+PACKED_REFS_MAX_BYTES = 8_000_000
+ANCESTRY_S = 20  # at most, for asking git whether a commit descends from another
 
 
 class BranchRefused(Exception):
@@ -29,11 +44,12 @@ class Snapshot:
     tree: str
     stat: str  # `git diff --stat` of the parent and the tree ("" when nothing changed)
     on_forge: bool  # the branch already exists on the forge (parent is its head)
-    total_stat: str  # `git diff --stat` of the clone's base and the tree: the whole pull request
+    total_stat: str  # `git diff --stat` of the base and the tree: the whole pull request
+    merged: str | None = None  # the base's new head, the commit's second parent
 
     @property
     def changed(self) -> bool:
-        return bool(self.stat)
+        return bool(self.stat) or self.merged is not None
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,7 @@ class Target:
     url: str  # the repository's clone URL (the channel's CHANNEL_REPOS entry)
     branch: str  # threadline/…
     token: str | None
+    base: str  # the branch the pull request goes into
 
 
 def base_file(workspace: Path) -> Path:
@@ -69,6 +86,7 @@ def take_snapshot(workspace: Path, mirror: Path, target: Target, thread: str) ->
     shadow = _shadow(workspace, mirror)
     remote = _remote_head(shadow, target)
     base = recorded_base(workspace)
+    merged = None
     if remote is not None:
         fetched = f"+refs/heads/{target.branch}:refs/forge/head"
         git(shadow, "fetch", "--quiet", "--no-tags", target.url, fetched, token=target.token)
@@ -78,6 +96,9 @@ def take_snapshot(workspace: Path, mirror: Path, target: Target, thread: str) ->
                 "it is left as it is"
             )
         parent = remote
+        if base is not None and not _is_ancestor(shadow, base, remote):
+            _require_built_on(workspace, shadow, base, target)
+            merged = base
     elif base is not None:
         parent = base
     else:
@@ -86,11 +107,97 @@ def take_snapshot(workspace: Path, mirror: Path, target: Target, thread: str) ->
             "of threadline, so the commit its changes start from is unknown; start a new thread"
         )
     git(shadow, "read-tree", parent)
-    git(shadow, "add", "--all", "--", ".", work_tree=workspace)
+    git(shadow, "add", "--all", "--", ".", f":(exclude){BASE_BUNDLE}", work_tree=workspace)
     tree = git(shadow, "write-tree").strip()
     stat = _stat(shadow, parent, tree)
     total = _stat(shadow, base, tree) if base is not None and base != parent else stat
-    return Snapshot(parent=parent, tree=tree, stat=stat, on_forge=remote is not None, total_stat=total)
+    return Snapshot(parent, tree, stat, on_forge=remote is not None, total_stat=total, merged=merged)
+
+
+def offer_new_base(workspace: Path, mirror: Path, target: Target) -> str | None:
+    """The base branch's head on the forge, written into the workspace as `BASE_BUNDLE` and
+    recorded as the base the next push builds on; None when the base has not moved."""
+    shadow = _shadow(workspace, mirror)
+    ref = f"refs/heads/{target.base}"
+    git(shadow, "fetch", "--quiet", "--no-tags", target.url, f"+{ref}:{ref}", token=target.token)
+    head = git(shadow, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
+    old = recorded_base(workspace)
+    if head == old:
+        return None
+    known = [f"^{old}"] if old is not None and _is_ancestor(shadow, old, head) else []
+    bundle = shadow / "base.bundle"
+    git(shadow, "bundle", "create", "--quiet", str(bundle), ref, *known)
+    try:
+        os.replace(bundle, workspace / BASE_BUNDLE)  # a link planted there is replaced, never followed
+    except OSError as error:
+        raise BranchRefused(f"could not put {BASE_BUNDLE} in the workspace: {error.strerror}") from None
+    record_base(workspace, head)
+    return head
+
+
+def rebase_howto(base: str) -> str:
+    return (
+        f"in the workspace, commit what is not committed yet, then run `git fetch {BASE_BUNDLE} "
+        f"+{base}:refs/remotes/origin/{base}` and `git rebase origin/{base}` (or merge it), resolve the "
+        "conflicts, and call open_pull_request again"
+    )
+
+
+def _require_built_on(workspace: Path, shadow: Path, base: str, target: Target) -> None:
+    head = workspace_head(workspace)
+    # The workspace's objects are read as data, with a bound on the time: a planted FIFO or a
+    # damaged object makes this refuse, nothing more.
+    objects = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(workspace / ".git" / "objects")}
+    if head is None or not _is_ancestor(shadow, base, head, environment=objects):
+        raise BranchRefused(
+            f"the workspace does not build on {target.base}'s new head {base[:12]} yet, so the push "
+            f"would undo what {target.base} gained: {rebase_howto(target.base)}"
+        )
+
+
+def workspace_head(workspace: Path) -> str | None:
+    """The commit the workspace's HEAD names, read as text from its `.git` (a detached sha, or
+    the branch it names, loose or packed); None when it names nothing readable."""
+    git_dir = workspace / ".git"
+    head = _small_file(git_dir / "HEAD", 4096)
+    if head is None or not head.startswith("ref: "):
+        return _sha(head)
+    ref = head.removeprefix("ref: ").strip()
+    if not SAFE_REF.fullmatch(ref) or ".." in ref:
+        return None
+    loose = _small_file(git_dir / ref, 4096)
+    if loose is not None:
+        return _sha(loose)
+    for line in (_small_file(git_dir / "packed-refs", PACKED_REFS_MAX_BYTES) or "").splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref:
+            return _sha(sha)
+    return None
+
+
+def _small_file(path: Path, limit: int) -> str | None:
+    """A regular file's first `limit` bytes; a link, FIFO or device is not opened or not read."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        if not S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        return file.read(limit).decode(errors="replace")
+
+
+def _sha(text: str | None) -> str | None:
+    value = (text or "").strip()
+    return value if SHA.fullmatch(value) else None
+
+
+def _is_ancestor(shadow: Path, commit: str, descendant: str, environment: Mapping[str, str] = {}) -> bool:
+    try:
+        found = git(shadow, "merge-base", commit, descendant, environment=environment, timeout_s=ANCESTRY_S)
+        return found.strip() == commit
+    except GitFailed:
+        return False  # no common history, or an object that is not there
 
 
 def _stat(shadow: Path, commit: str, tree: str) -> str:
@@ -115,6 +222,7 @@ def push_snapshot(
         snapshot.tree,
         "-p",
         snapshot.parent,
+        *(["-p", snapshot.merged] if snapshot.merged else []),
         "-F",
         "-",
         environment=people,

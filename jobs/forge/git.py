@@ -79,6 +79,7 @@ def git(
     token: str | None = None,
     environment: Mapping[str, str] = {},
     input_text: str | None = None,
+    timeout_s: float = GIT_TIMEOUT_S,
 ) -> str:
     """Run git on the bare repository `git_dir`; its standard output, or GitFailed."""
     options = [f"--git-dir={git_dir}"]
@@ -92,13 +93,13 @@ def git(
             ["git", *options, *arguments],
             capture_output=True,
             text=True,
-            timeout=GIT_TIMEOUT_S,
+            timeout=timeout_s,
             env=clean_environment(extra),
             input=input_text if input_text is not None else "",
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise GitFailed(f"git {arguments[0]} did not finish within {GIT_TIMEOUT_S} s") from None
+        raise GitFailed(f"git {arguments[0]} did not finish within {timeout_s:g} s") from None
     if done.returncode != 0:
         raise GitFailed(
             redact_text(done.stderr.strip())[-1500:] or f"git {arguments[0]} exited {done.returncode}"

@@ -13,7 +13,16 @@ import logging
 from pathlib import Path
 
 from agent.tools.builtin.common import ToolError
-from jobs.forge.branch import BranchRefused, Snapshot, Target, push_snapshot, take_snapshot
+from jobs.forge.branch import (
+    BASE_BUNDLE,
+    BranchRefused,
+    Snapshot,
+    Target,
+    offer_new_base,
+    push_snapshot,
+    rebase_howto,
+    take_snapshot,
+)
 from jobs.forge.ci_watch import SETTLED_CI, schedule_ci_watch
 from jobs.forge.git import GitFailed
 from jobs.forge.github import ForgeRefused, GitHub
@@ -35,6 +44,7 @@ NO_TOKEN = (
     "this channel's repository takes pull requests, but the forge has no token: an admin sets "
     "GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE."
 )
+TELL_THE_THREAD = "Tell the people in the thread."
 PULL_FOOTER = "\n\n---\nOpened from a Slack thread by threadline."
 
 
@@ -53,7 +63,8 @@ class ForgePullRequests:
         self._refuse_if_unchanged(snapshot, record)
         what = f"updates pull request #{record.card.number}" if record else "opens a pull request"
         where = f"`{target.branch}` to {channel_repo.repo}, base `{channel_repo.base}`"
-        return f"Pushes {where}; {what}.\n{snapshot.stat}"
+        merge = f", merging {channel_repo.base}'s new head {snapshot.merged[:12]}" if snapshot.merged else ""
+        return f"Pushes {where}{merge}; {what}.\n{snapshot.stat}"
 
     def publish(self, title: str, body: str, branch: str | None) -> str:
         record = read_record(self.store)
@@ -90,7 +101,10 @@ class ForgePullRequests:
             pushes=pushes,
         )
         self._show(PullRequestRecord(card=card, head=head))
-        return _said(card, found is None, snapshot)
+        said = _said(card, found is None, snapshot)
+        if card.conflicts:
+            said += "\n" + self._offer_new_base(target)
+        return said
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -111,7 +125,7 @@ class ForgePullRequests:
             raise ToolError(str(refused)) from None
         if token is None:
             raise ToolError(NO_TOKEN)
-        return channel_repo, Target(url=channel_repo.url, branch=name, token=token)
+        return channel_repo, Target(url=channel_repo.url, branch=name, token=token, base=channel_repo.base)
 
     def _snapshot(self, channel_repo: ChannelRepo, target: Target) -> Snapshot:
         assert self.mirror is not None  # a channel with a repository has its mirror
@@ -122,6 +136,23 @@ class ForgePullRequests:
         except GitFailed as failed:
             log.warning("%s: taking the workspace's snapshot failed: %s", self.store.key, failed.stderr)
             raise ToolError(f"git could not read the workspace's changes: {failed.stderr[-300:]}") from None
+
+    def _offer_new_base(self, target: Target) -> str:
+        """What the model is told of a conflict: the base's new head is in the workspace to rebase onto."""
+        assert self.mirror is not None
+        said = f"The forge says the branch conflicts with {target.base}"
+        try:
+            head = offer_new_base(self.workspace, self.mirror, target)
+        except (BranchRefused, GitFailed) as failed:
+            why = failed.stderr if isinstance(failed, GitFailed) else str(failed)
+            log.warning("%s: fetching the new base failed: %s", self.store.key, why)
+            return f"{said}, and its new head could not be fetched ({why[-300:]}). {TELL_THE_THREAD}"
+        if head is None:
+            return f"{said}, though {target.base} has not moved under it. {TELL_THE_THREAD}"
+        return (
+            f"{said}: {target.base} moved since the workspace was cloned. Its new head {head[:12]} is in "
+            f"the workspace as {BASE_BUNDLE}: {rebase_howto(target.base)}."
+        )
 
     def _refuse_if_unchanged(self, snapshot: Snapshot, record: PullRequestRecord | None) -> None:
         if snapshot.changed or (snapshot.on_forge and record is None):
@@ -168,10 +199,4 @@ def _said(card: PullRequestNotice, opened: bool, snapshot: Snapshot) -> str:
         f"{verb} pull request #{card.number}: {card.url}",
         f"Branch {card.branch} → {card.base}: {changes}.",
     ]
-    if card.conflicts:
-        lines.append(
-            f"The forge reports that the branch conflicts with {card.base}: the base moved since the "
-            "workspace was cloned. Tell the people in the thread; resolving it needs the new base in "
-            "the workspace."
-        )
     return "\n".join(lines)

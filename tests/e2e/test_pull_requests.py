@@ -24,6 +24,7 @@ from jobs.session.store import SessionStore
 from tests.conftest import FORGE_TOKEN
 from tests.e2e.test_live_turns import card_with, click, start, state, tool_results
 from tests.polling import wait_for
+from tests.sandboxing import open_for_the_sandbox
 from tests.slack_events import message
 from tests.thread_view import bot_messages, shown
 
@@ -154,3 +155,51 @@ def test_a_worker_killed_during_the_push_leaves_it_unknown_and_the_resumed_call_
         assert len(pushes) == 1  # checked on the forge, never pushed again
     finally:
         forge.hold_pushes.set()  # a push still held would keep the forge's handler waiting
+
+
+REBASE = (
+    "git add -A && git -c user.name=Agent -c user.email=agent@example.com commit -qm wip && "
+    "git fetch -q .threadline-base.bundle +main:refs/remotes/origin/main && "
+    "{ git -c user.name=Agent -c user.email=agent@example.com rebase origin/main >/dev/null 2>&1; "
+    "printf 'hello from main and the thread\\n' > README.md && git add README.md && "
+    "GIT_EDITOR=true git -c user.name=Agent -c user.email=agent@example.com rebase --continue; } "
+    ">/dev/null 2>&1; git log --format=%s -3"
+)
+
+
+def test_a_base_that_moved_is_rebased_onto_in_the_sandbox_and_merged_into_the_branch(
+    make_stack, fake_slack, fake_llm, redis, forge, tmp_path
+):
+    open_for_the_sandbox(tmp_path)
+    stack = make_stack(**forge_settings(forge))
+    fake_llm.script(
+        calls(("c1", "write_file", {"path": "README.md", "content": "hello from the thread\n"})),
+        calls(("c2", "open_pull_request", {"title": "Greet", "body": "b"})),
+        calls(("c3", "shell", {"command": REBASE, "timeout": 30})),
+        calls(("c4", "open_pull_request", {"title": "Greet", "body": "b"})),
+        text("Rebased it."),
+    )
+    key = start(stack, fake_slack, "greet better and open a pull request")
+    branch = f"threadline/c111-{key.thread_ts.replace('.', '')}"
+    card_with(fake_slack, key, "Approve")
+    moved = forge.commit("acme/app", "main", {"README.md": "hello from main\n", "CHANGELOG.md": "v2\n"})
+    approve_the_next_call(stack, fake_slack, redis, key)
+    wait_for(lambda: len(fake_llm.requests) >= 3, what="the model told of the conflict")
+    first_push = forge.head_of("acme/app", branch)
+    assert "git fetch .threadline-base.bundle" in tool_results(fake_llm.requests[2])["c2"]
+    conflicting = lambda: any("conflicts with" in shown(c) for c in pull_request_cards(fake_slack, key))  # noqa: E731
+    wait_for(conflicting, what="the card")
+
+    asked = approve_the_next_call(stack, fake_slack, redis, key)
+    wait_for(lambda: state(redis, key) == "idle" and len(fake_llm.requests) >= 5, what="the turn's end")
+
+    rebased = tool_results(fake_llm.requests[3])["c3"]
+    assert "wip" in rebased and "change" in rebased  # the thread's commit on top of main's
+    assert f"merging main's new head {moved[:12]}" in shown(asked)
+    assert tool_results(fake_llm.requests[4])["c4"].startswith("Updated pull request #1")
+    head = forge.head_of("acme/app", branch)
+    assert forge.git_in("acme/app", "log", "-1", "--format=%P", str(head)).split() == [first_push, moved]
+    assert forge.file_at("acme/app", branch, "README.md") == "hello from main and the thread\n"
+    wait_for(lambda: "2 pushes" in shown(pull_request_cards(fake_slack, key)[0]), what="the card edited")
+    assert "conflicts with" not in shown(pull_request_cards(fake_slack, key)[0])
+    assert [p.number for p in forge.pulls()] == [1]

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from agent.tools.builtin.common import ToolError
 from gateway.sandbox.fake_forge import App, FakeForge
-from jobs.forge.branch import shadow_dir
+from jobs.forge.branch import BASE_BUNDLE, shadow_dir
 from jobs.forge.pull_requests import NO_FORGE, ForgePullRequests
 from jobs.keys import SessionKey, fixed_session_keys, pull_request_key
 from jobs.session.notices import PullRequestNotice
@@ -247,12 +247,69 @@ def test_a_github_app_that_cannot_get_a_token_says_why(tmp_path, forge, redis):
     assert forge.minted() == [] and forge.head_of("acme/app", BRANCH) is None
 
 
-def test_a_branch_that_conflicts_with_its_base_is_said_to_the_model_and_on_the_card(tmp_path, forge, redis):
+def test_a_conflict_the_base_did_not_cause_is_said_to_the_model_and_on_the_card(tmp_path, forge, redis):
     pulls = port(redis, settings_for(tmp_path, forge))
     (pulls.workspace / "README.md").write_text("changed\n")
-    forge.mergeable[BRANCH] = False  # what GitHub answers once the base moved under the same lines
+    forge.mergeable[BRANCH] = False  # GitHub's answer, whatever its reason
 
     said = pulls.publish("t", "b", None)
 
-    assert "the branch conflicts with main: the base moved since the workspace was cloned" in said
+    assert "the branch conflicts with main, though main has not moved under it" in said
+    assert BASE_BUNDLE not in said and not (pulls.workspace / BASE_BUNDLE).exists()
     assert [c.conflicts for c in cards(redis)] == [True]
+
+
+def sandbox_git(workspace: Path, *arguments: str) -> str:
+    """git as the model runs it in the sandbox: in the workspace, with the workspace's own config
+    (as the workspace's owner, which the test is not: hence safe.directory)."""
+    identity = ["-c", "user.name=Agent", "-c", "user.email=agent@example.com", "-c", "safe.directory=*"]
+    done = subprocess.run(
+        ["git", "-C", str(workspace), *identity, *arguments],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_EDITOR": "true"},
+        check=False,
+    )
+    return done.stdout + done.stderr
+
+
+def test_a_base_that_moved_under_the_change_comes_to_the_sandbox_and_the_rebase_is_pushed_as_a_merge(
+    tmp_path, forge, redis
+):
+    pulls = port(redis, settings_for(tmp_path, forge))
+    workspace = pulls.workspace
+    (workspace / "README.md").write_text("hello from the thread\n")
+    moved = forge.commit("acme/app", "main", {"README.md": "hello from main\n", "CHANGELOG.md": "v2\n"})
+
+    said = pulls.publish("Greet", "b", None)
+
+    assert "conflicts with main" in said and f"git fetch {BASE_BUNDLE}" in said and "git rebase" in said
+    assert [c.conflicts for c in cards(redis)] == [True]
+    first_push = forge.head_of("acme/app", BRANCH)
+    (workspace / "NOTES.md").write_text("more\n")
+    with pytest.raises(ToolError, match=f"does not build on main's new head {moved[:12]}"):
+        pulls.publish("Greet", "b", None)  # the model did not rebase: nothing would merge
+    assert forge.head_of("acme/app", BRANCH) == first_push
+
+    sandbox_git(workspace, "add", "-A")
+    sandbox_git(workspace, "commit", "-qm", "wip")
+    sandbox_git(workspace, "fetch", BASE_BUNDLE, "+main:refs/remotes/origin/main")
+    assert "CONFLICT" in sandbox_git(workspace, "rebase", "origin/main")
+    (workspace / "README.md").write_text("hello from main and the thread\n")
+    sandbox_git(workspace, "add", "README.md")
+    sandbox_git(workspace, "rebase", "--continue")
+
+    again = pulls.publish("Greet", "b", None)
+
+    assert again.startswith("Updated pull request #1") and "conflicts" not in again
+    head = forge.head_of("acme/app", BRANCH)
+    parents = forge.git_in("acme/app", "log", "-1", "--format=%P", str(head)).split()
+    assert parents == [first_push, moved]  # the branch moves forward: no force push
+    assert forge.file_at("acme/app", BRANCH, "README.md") == "hello from main and the thread\n"
+    assert forge.file_at("acme/app", BRANCH, "CHANGELOG.md") == "v2\n"
+    files = forge.git_in("acme/app", "ls-tree", "-r", "--name-only", BRANCH).split()
+    assert BASE_BUNDLE not in files
+    assert [(c.conflicts, c.stat) for c in cards(redis)][-1] == (
+        False,
+        "2 files changed, 2 insertions(+), 1 deletion(-)",  # against the new main: only the thread's
+    )
