@@ -109,9 +109,10 @@ EXPECTED: dict[str, str] = {
     "SHELL_MAX_FILE_MB": "the largest file, in MiB, a sandboxed command may write (a positive integer)",
     "CHANNEL_REPOS": (
         'a JSON object mapping channel ids to a git repository, e.g. {"C123": "/srv/repo"}, or to '
-        '{"url": ..., "forge": "github", "repo": "owner/name", "base": "main"} for pull requests'
+        '{"url": ..., "forge": "github" or "gitlab", "repo": "owner/name", "base": "main"} for pull requests'
     ),
     "GITHUB_API_URL": "the base URL of GitHub's REST API (https://api.github.com or a GitHub Enterprise one)",
+    "GITLAB_API_URL": "the base URL of GitLab's REST API (https://gitlab.com/api/v4 or a server's /api/v4)",
     "GITHUB_APP_ID": "the numeric id of the GitHub App pull requests are made as",
     "GITHUB_APP_PRIVATE_KEY_FILE": "the path of the GitHub App's private key (PEM)",
     "COMMIT_AUTHOR_NAME": "the author name of the commits a pull request carries",
@@ -155,8 +156,9 @@ class ChannelRepo(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str = Field(min_length=1)
-    forge: Literal["github"] | None = None
-    repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    forge: Literal["github", "gitlab"] | None = None
+    # owner/name; on GitLab the project's whole path (group/subgroup/name)
+    repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$")
     base: str = Field(default="main", pattern=r"^[A-Za-z0-9_./-]+$")
 
     @model_validator(mode="before")
@@ -168,6 +170,10 @@ class ChannelRepo(BaseModel):
     def _forge_and_base_are_usable(self) -> ChannelRepo:
         if self.forge is not None and self.repo is None:
             raise ValueError('a forge needs "repo": "owner/name"')
+        if self.forge == "github" and self.repo is not None and self.repo.count("/") != 1:
+            raise ValueError('a GitHub "repo" is "owner/name"')
+        if self.repo is not None and ".." in self.repo:
+            raise ValueError("not a repository path")
         if ".." in self.base or self.base.startswith(("/", "-")) or self.base.endswith("/"):
             raise ValueError("not a branch name")
         return self
@@ -294,6 +300,8 @@ class Settings(BaseSettings):
     GITHUB_APP_ID: int | None = Field(default=None, gt=0)
     GITHUB_APP_PRIVATE_KEY_FILE: Path | None = None
     GITHUB_API_URL: str = "https://api.github.com"
+    GITLAB_TOKEN: str | None = None  # a personal, project or group token: scopes api, write_repository
+    GITLAB_API_URL: str = "https://gitlab.com/api/v4"
     COMMIT_AUTHOR_NAME: str = "threadline"
     COMMIT_AUTHOR_EMAIL: str = Field(
         default="threadline@users.noreply.github.com", pattern=r"^[^<>\s]+@[^<>\s]+$"
@@ -543,6 +551,7 @@ SECRET_SETTINGS = frozenset(
         "LLM_API_KEY",
         "REDIS_SENTINEL_PASSWORD",
         "GITHUB_TOKEN",
+        "GITLAB_TOKEN",
     }
 )
 URL_SETTINGS = frozenset({"REDIS_URL", "LLM_BASE_URL", "SLACK_API_URL"})

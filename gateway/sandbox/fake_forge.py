@@ -1,4 +1,5 @@
-"""A fake GitHub: repositories over git's smart HTTP and the REST calls a pull request needs.
+"""A fake GitHub (and GitLab): repositories over git's smart HTTP and the REST calls a pull
+request (a merge request) needs.
 
 Git goes through the real `git http-backend` (CGI) on bare repositories in a directory of the
 fake's own; the REST side answers as GitHub does the few calls threadline makes: list, open
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import jwt
 
@@ -39,6 +40,8 @@ PULL_PAGE = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/pull/(?P<number>\d+)$")
 INSTALLATION_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/installation$")
 ACCESS_TOKENS_PATH = re.compile(r"^/api/app/installations/(?P<id>\d+)/access_tokens$")
 API_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/(?P<rest>.*)$")
+GITLAB_API_PATH = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/(?P<rest>.*)$")
+PIPELINE_OF = {"pending": "running", "success": "success", "failure": "failed", "error": "canceled"}
 PROTECTED_HOOK = """#!/bin/sh
 while read old new ref; do
   for branch in {branches}; do
@@ -134,6 +137,10 @@ class FakeForge:
     @property
     def api_url(self) -> str:
         return f"{self.url}/api"
+
+    @property
+    def gitlab_api_url(self) -> str:
+        return f"{self.url}/api/v4"
 
     # -- what a test sets up ---------------------------------------------------------------
 
@@ -246,6 +253,8 @@ class FakeForge:
     def token_of(self, headers: dict[str, str]) -> str | None:
         value = headers.get("authorization", "")
         scheme, _, credential = value.partition(" ")
+        if headers.get("private-token"):  # GitLab's own header
+            return headers["private-token"]
         if scheme.lower() in ("bearer", "token"):
             return credential
         if scheme.lower() == "basic":
@@ -316,14 +325,23 @@ class FakeForge:
             ]
             return 200, found
         if rest == "pulls" and method == "POST":
-            return self._open(repo, body or {})
+            body = body or {}
+            code, pull = self.open_pull(
+                repo, body.get("title"), body.get("body"), body.get("head"), body.get("base")
+            )
+            if pull is None:  # GitHub says 422 for both
+                exists = {"message": f"A pull request already exists for {body.get('head')}."}
+                invalid = {"field": "head", "code": "invalid"}
+                return 422, {"message": "Validation Failed", "errors": [exists if code == 422 else invalid]}
+            return 201, pull.shown(self)
         number = re.fullmatch(r"pulls/(\d+)", rest)
         if number and method == "PATCH":
-            return self._edit(repo, int(number.group(1)), body or {})
+            body = body or {}
+            edited = self.edit_pull(repo, int(number.group(1)), body.get("title"), body.get("body"))
+            return (200, edited.shown(self)) if edited else (404, {"message": "Not Found"})
         status = re.fullmatch(r"commits/([0-9a-f]{40})/status", rest)
         if status and method == "GET":
-            with self._lock:
-                state = self.state.statuses.get(status.group(1))
+            state = self.status_of(status.group(1))
             return 200, {
                 "state": state or "pending",
                 "sha": status.group(1),
@@ -331,33 +349,32 @@ class FakeForge:
             }
         return 404, {"message": "Not Found"}
 
-    def _open(self, repo: str, body: dict[str, Any]) -> tuple[int, Any]:
-        head, base = str(body.get("head", "")), str(body.get("base", ""))
-        if self.head_of(repo, head) is None:
-            return 422, {"message": "Validation Failed", "errors": [{"field": "head", "code": "invalid"}]}
+    def open_pull(
+        self, repo: str, title: object, body: object, head: object, base: object
+    ) -> tuple[int, PullRequest | None]:
+        """A new pull request, as both faces open one: 201, 400 (no such head) or 422 (one is open)."""
+        if self.head_of(repo, str(head)) is None:
+            return 400, None
         with self._lock:
             if any(p.repo == repo and p.head == head and p.state == "open" for p in self.state.pulls):
-                exists = {"message": f"A pull request already exists for {head}."}
-                return 422, {"message": "Validation Failed", "errors": [exists]}
+                return 422, None
             pull = PullRequest(
-                len(self.state.pulls) + 1,
-                repo,
-                str(body.get("title", "")),
-                str(body.get("body", "")),
-                head,
-                base,
+                len(self.state.pulls) + 1, repo, str(title or ""), str(body or ""), str(head), str(base)
             )
             self.state.pulls.append(pull)
-        return 201, pull.shown(self)
+        return 201, pull
 
-    def _edit(self, repo: str, number: int, body: dict[str, Any]) -> tuple[int, Any]:
+    def edit_pull(self, repo: str, number: int, title: object, body: object) -> PullRequest | None:
         with self._lock:
             pull = next((p for p in self.state.pulls if p.repo == repo and p.number == number), None)
-            if pull is None:
-                return 404, {"message": "Not Found"}
-            pull.title = str(body.get("title", pull.title))
-            pull.body = str(body.get("body", pull.body))
-        return 200, pull.shown(self)
+            if pull is not None:
+                pull.title = str(title) if title is not None else pull.title
+                pull.body = str(body) if body is not None else pull.body
+        return pull
+
+    def status_of(self, sha: str) -> str | None:
+        with self._lock:
+            return self.state.statuses.get(sha)
 
     def git(self, handler: BaseHTTPRequestHandler, repo: str, rest: str, query: str, body: bytes) -> None:
         """One smart-HTTP request, answered by `git http-backend`; recorded before it is answered,
@@ -423,6 +440,9 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
         def do_PATCH(self) -> None:
             self._serve()
 
+        def do_PUT(self) -> None:
+            self._serve()
+
         def _serve(self) -> None:
             parsed = urlparse(self.path)
             body = self._body()
@@ -440,6 +460,11 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
             if app_call is not None:
                 forge.record(ForgeCall(self.command, parsed.path, headers, None, app_call[0]))
                 return self._json(*app_call, {})
+            gitlab = GITLAB_API_PATH.match(parsed.path)
+            if gitlab:
+                return self._gitlab(
+                    gitlab.group("project"), gitlab.group("rest"), parsed.query, headers, body
+                )
             api = API_PATH.match(parsed.path)
             if api is None:
                 return self._json(404, {"message": "Not Found"}, {})
@@ -457,6 +482,18 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
                 extra = {}
             forge.record(ForgeCall(self.command, parsed.path, headers, payload, status))
             self._json(status, answer, extra)
+
+        def _gitlab(self, project: str, rest: str, query: str, headers: dict[str, str], body: bytes) -> None:
+            payload = json.loads(body) if body else {}
+            allowed = forge.allows(headers, "pull_requests")
+            if allowed is None:
+                status, answer = 401, {"message": "401 Unauthorized"}
+            elif not allowed:
+                status, answer = 403, {"message": "403 Forbidden"}
+            else:
+                status, answer = gitlab_answer(forge, self.command, project, rest, parse_qs(query), payload)
+            forge.record(ForgeCall(self.command, self.path, headers, payload, status))
+            self._json(status, answer, {})
 
         def _body(self) -> bytes:
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -477,6 +514,62 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
             self._raw(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **headers})
 
     return Handler
+
+
+# -- the GitLab face: REST v4 on the same repositories and pull requests -----------------------
+# A project is its URL-encoded path (`acme%2Fapp`); a merge request is the fake's pull request with
+# GitLab's fields (`iid`, `web_url`, `source_branch`, `has_conflicts`); the token comes as
+# `Authorization: Bearer` or `PRIVATE-TOKEN`, and one without "pull_requests" gets a bare 403; a
+# commit's pipeline status is the GitHub state the test set, named as GitLab names it.
+
+
+def gitlab_answer(
+    forge: FakeForge, method: str, project: str, rest: str, query: dict[str, list[str]], body: dict[str, Any]
+) -> tuple[int, Any]:
+    repo = unquote(project)
+    if ".." in repo or not forge.bare(repo).is_dir():
+        return 404, {"message": "404 Project Not Found"}
+    if rest == "merge_requests" and method == "GET":
+        source = (query.get("source_branch") or [""])[0]
+        wanted = [p for p in forge.pulls() if p.repo == repo and p.state == "open"]
+        return 200, [gitlab_shown(forge, p) for p in wanted if not source or p.head == source]
+    if rest == "merge_requests" and method == "POST":
+        status, pull = forge.open_pull(
+            repo,
+            body.get("title"),
+            body.get("description"),
+            body.get("source_branch"),
+            body.get("target_branch"),
+        )
+        if pull is None:
+            return 409 if status == 422 else status, {
+                "message": ["Another open merge request already exists"]
+            }
+        return 201, gitlab_shown(forge, pull)
+    number = re.fullmatch(r"merge_requests/(\d+)", rest)
+    if number and method == "PUT":
+        pull = forge.edit_pull(repo, int(number.group(1)), body.get("title"), body.get("description"))
+        return (200, gitlab_shown(forge, pull)) if pull else (404, {"message": "404 Not found"})
+    commit = re.fullmatch(r"repository/commits/([0-9a-f]{40})", rest)
+    if commit and method == "GET":
+        state = forge.status_of(commit.group(1))
+        return 200, {"id": commit.group(1), "status": PIPELINE_OF.get(state) if state else None}
+    return 404, {"error": "404 Not Found"}
+
+
+def gitlab_shown(forge: FakeForge, pull: PullRequest) -> dict[str, Any]:
+    github = pull.shown(forge)
+    return {
+        "iid": pull.number,
+        "title": pull.title,
+        "description": pull.body,
+        "state": "opened" if pull.state == "open" else pull.state,
+        "source_branch": pull.head,
+        "target_branch": pull.base,
+        "sha": github["head"]["sha"],
+        "web_url": f"{forge.url}/{pull.repo}/-/merge_requests/{pull.number}",
+        "has_conflicts": github["mergeable"] is False,
+    }
 
 
 def _git(*arguments: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
 
+from jobs.forge.api import ForgeToken
 from jobs.forge.git import GitFailed, git
 
 TRAILER = "Slack-Thread"
@@ -56,7 +57,7 @@ class Snapshot:
 class Target:
     url: str  # the repository's clone URL (the channel's CHANNEL_REPOS entry)
     branch: str  # threadline/…
-    token: str | None
+    token: ForgeToken | None
     base: str  # the branch the pull request goes into
 
 
@@ -250,9 +251,12 @@ def push_refusal(stderr: str, branch: str) -> str:
     if "protected branch" in lowered or "gh006" in lowered:
         return f"the forge's branch protection refused the push to {branch}: {stderr.splitlines()[0]}"
     if "403" in lowered or "write access" in lowered or "permission" in lowered:
-        return "the token cannot push to this repository (it needs the contents=write right)"
+        return (
+            "the token cannot push to this repository (on GitHub it needs the contents=write right; "
+            "on GitLab the write_repository scope and at least the Developer role)"
+        )
     if "401" in lowered or "authentication" in lowered or "could not read username" in lowered:
-        return "the forge did not accept the token (GITHUB_TOKEN missing, expired or revoked)"
+        return "the forge did not accept the token (missing, expired or revoked)"
     if "non-fast-forward" in lowered or "fetch first" in lowered or "stale info" in lowered:
         return f"someone else pushed to {branch} meanwhile; ask again to build on their commit"
     return f"the push to {branch} failed: {stderr.splitlines()[-1] if stderr else 'no reason given'}"

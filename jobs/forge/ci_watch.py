@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from redis import Redis
 
 from jobs import runtime
-from jobs.forge.github import ForgeRefused, GitHub
+from jobs.forge.api import ForgeRefused
+from jobs.forge.forges import open_forge
 from jobs.forge.record import read_record, save_record, show_card
 from jobs.forge.tokens import forge_token
 from jobs.keys import SessionKey
@@ -62,5 +63,5 @@ def ci_state(key: SessionKey, repo: str, head: str) -> str | None:
         token = forge_token(settings, channel_repo)
     except ForgeRefused:
         return None
-    with GitHub(settings.GITHUB_API_URL, token, repo) as forge:
+    with open_forge(settings, channel_repo, token) as forge:
         return forge.ci_state(head)

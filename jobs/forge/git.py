@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.redaction import redact_text
+from jobs.forge.api import ForgeToken
 
 GIT_TIMEOUT_S = 120
 # Every run: no hooks, no fsmonitor, no credential helper, no pager or editor to run.
@@ -44,11 +45,11 @@ class GitFailed(Exception):
         self.stderr = stderr
 
 
-def auth_environment(token: str | None) -> dict[str, str]:
-    """The environment that gives one git process `token` (GitHub's form: Basic, any user)."""
-    if not token:
+def auth_environment(token: ForgeToken | None) -> dict[str, str]:
+    """The environment that gives one git process `token` (HTTP Basic, the forge's user name)."""
+    if token is None:
         return {}
-    credential = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    credential = base64.b64encode(f"{token.git_user}:{token.secret}".encode()).decode()
     return {
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "http.extraHeader",
@@ -76,7 +77,7 @@ def git(
     git_dir: Path,
     *arguments: str,
     work_tree: Path | None = None,
-    token: str | None = None,
+    token: ForgeToken | None = None,
     environment: Mapping[str, str] = {},
     input_text: str | None = None,
     timeout_s: float = GIT_TIMEOUT_S,

@@ -9,13 +9,9 @@ from typing import Any
 import httpx
 
 from agent.redaction import redact_text
+from jobs.forge.api import TIMEOUT_S, ForgeRefused, Pull
 
-TIMEOUT_S = 30.0
 API_VERSION = "2022-11-28"
-
-
-class ForgeRefused(Exception):
-    """The forge said no, in words for the model and the thread."""
 
 
 class GitHub:
@@ -37,20 +33,18 @@ class GitHub:
     def __exit__(self, *_: object) -> None:
         self._client.close()
 
-    def open_pull_for(self, branch: str) -> dict[str, Any] | None:
+    def open_pull_for(self, branch: str) -> Pull | None:
         owner = self.repo.split("/")[0]
         found = self._call("GET", "pulls", params={"head": f"{owner}:{branch}", "state": "open"})
-        return found[0] if found else None
+        return _pull(found[0]) if found else None
 
-    def open_pull(self, *, title: str, body: str, head: str, base: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self._call(
-            "POST", "pulls", json={"title": title, "body": body, "head": head, "base": base}
+    def open_pull(self, *, title: str, body: str, head: str, base: str) -> Pull:
+        return _pull(
+            self._call("POST", "pulls", json={"title": title, "body": body, "head": head, "base": base})
         )
-        return answer
 
-    def edit_pull(self, number: int, *, title: str, body: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self._call("PATCH", f"pulls/{number}", json={"title": title, "body": body})
-        return answer
+    def edit_pull(self, number: int, *, title: str, body: str) -> Pull:
+        return _pull(self._call("PATCH", f"pulls/{number}", json={"title": title, "body": body}))
 
     def ci_state(self, sha: str) -> str | None:
         """GitHub's combined status of `sha` (pending, success, failure); None: no CI reports on it."""
@@ -68,6 +62,12 @@ class GitHub:
         if answer.is_success:
             return answer.json()
         raise ForgeRefused(refusal(answer, self.repo))
+
+
+def _pull(answer: dict[str, Any]) -> Pull:
+    return Pull(
+        number=int(answer["number"]), url=str(answer["html_url"]), conflicts=answer.get("mergeable") is False
+    )
 
 
 def refusal(answer: httpx.Response, repo: str) -> str:

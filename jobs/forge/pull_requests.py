@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from agent.tools.builtin.common import ToolError
+from jobs.forge.api import ForgeRefused
 from jobs.forge.branch import (
     BASE_BUNDLE,
     BranchRefused,
@@ -24,8 +25,8 @@ from jobs.forge.branch import (
     take_snapshot,
 )
 from jobs.forge.ci_watch import SETTLED_CI, schedule_ci_watch
+from jobs.forge.forges import open_forge
 from jobs.forge.git import GitFailed
-from jobs.forge.github import ForgeRefused, GitHub
 from jobs.forge.record import PullRequestRecord, read_record, save_record, show_card
 from jobs.forge.tokens import forge_token
 from jobs.session.notices import PullRequestNotice
@@ -37,13 +38,19 @@ log = logging.getLogger(__name__)
 BRANCH_PREFIX = "threadline/"
 NO_FORGE = (
     "this channel has no repository that takes pull requests. An admin maps the channel in "
-    'CHANNEL_REPOS to {"url": ..., "forge": "github", "repo": "owner/name"} and gives the forge a '
-    "token (GITHUB_TOKEN, or a GitHub App)."
+    'CHANNEL_REPOS to {"url": ..., "forge": "github" (or "gitlab"), "repo": "owner/name"} and gives '
+    "the forge a token (GITHUB_TOKEN or a GitHub App; GITLAB_TOKEN)."
 )
-NO_TOKEN = (
-    "this channel's repository takes pull requests, but the forge has no token: an admin sets "
-    "GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE."
-)
+NO_TOKEN = {
+    "github": (
+        "this channel's repository takes pull requests, but the forge has no token: an admin sets "
+        "GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE."
+    ),
+    "gitlab": (
+        "this channel's repository takes merge requests, but the forge has no token: an admin sets "
+        "GITLAB_TOKEN (scopes api and write_repository)."
+    ),
+}
 TELL_THE_THREAD = "Tell the people in the thread."
 PULL_FOOTER = "\n\n---\nOpened from a Slack thread by threadline."
 
@@ -76,13 +83,13 @@ class ForgePullRequests:
             head = self._push(snapshot, target, title, body)
         assert channel_repo.repo is not None
         try:
-            with GitHub(self.settings.GITHUB_API_URL, target.token, channel_repo.repo) as forge:
+            with open_forge(self.settings, channel_repo, target.token) as forge:
                 found = forge.open_pull_for(target.branch)
                 text = body + PULL_FOOTER
                 if found is None:
                     pull = forge.open_pull(title=title, body=text, head=target.branch, base=channel_repo.base)
                 else:
-                    pull = forge.edit_pull(int(found["number"]), title=title, body=text)
+                    pull = forge.edit_pull(found.number, title=title, body=text)
                 ci = forge.ci_state(head)
         except ForgeRefused as refused:
             raise ToolError(f"the branch {target.branch} was pushed, but {refused}") from None
@@ -90,14 +97,14 @@ class ForgePullRequests:
         pushes = record.card.pushes + int(snapshot.changed) if record else 1
         card = PullRequestNotice(
             repo=channel_repo.repo,
-            number=int(pull["number"]),
-            url=str(pull["html_url"]),
+            number=pull.number,
+            url=pull.url,
             title=title,
             branch=target.branch,
             base=channel_repo.base,
             stat=stat_line(snapshot.total_stat),
             ci=ci,
-            conflicts=pull.get("mergeable") is False,
+            conflicts=pull.conflicts,
             pushes=pushes,
         )
         self._show(PullRequestRecord(card=card, head=head))
@@ -124,7 +131,7 @@ class ForgePullRequests:
         except ForgeRefused as refused:
             raise ToolError(str(refused)) from None
         if token is None:
-            raise ToolError(NO_TOKEN)
+            raise ToolError(NO_TOKEN[channel_repo.forge])
         return channel_repo, Target(url=channel_repo.url, branch=name, token=token, base=channel_repo.base)
 
     def _snapshot(self, channel_repo: ChannelRepo, target: Target) -> Snapshot:

@@ -1,4 +1,5 @@
-"""The token a forge's repository is reached with: GITHUB_TOKEN, or one a GitHub App mints.
+"""The token a forge's repository is reached with: GITLAB_TOKEN, GITHUB_TOKEN, or one a GitHub
+App mints.
 
 A GitHub App (GITHUB_APP_ID + GITHUB_APP_PRIVATE_KEY_FILE) signs a JWT of ten minutes with its
 private key, asks GitHub which installation covers the repository, and gets an installation
@@ -13,22 +14,27 @@ import time
 import httpx
 import jwt
 
-from jobs.forge.github import API_VERSION, TIMEOUT_S, ForgeRefused, refusal
+from jobs.forge.api import TIMEOUT_S, ForgeRefused, ForgeToken
+from jobs.forge.github import API_VERSION, refusal
 from jobs.settings import ChannelRepo, Settings
 
 JWT_LIFETIME_S = 540  # GitHub takes at most 10 minutes
 CLOCK_SKEW_S = 60  # issued a minute ago, as GitHub advises, in case the clocks differ
+GITHUB_GIT_USER = "x-access-token"  # any user takes a personal token; an installation token needs this
+GITLAB_GIT_USER = "oauth2"  # any user takes a personal or project token; an OAuth token needs this
 
 
-def forge_token(settings: Settings, channel_repo: ChannelRepo) -> str | None:
+def forge_token(settings: Settings, channel_repo: ChannelRepo) -> ForgeToken | None:
     """The token for `channel_repo` (None: it has no forge, or the forge has no token set)."""
+    if channel_repo.forge == "gitlab":
+        return ForgeToken(settings.GITLAB_TOKEN, GITLAB_GIT_USER) if settings.GITLAB_TOKEN else None
     if channel_repo.forge != "github":
         return None
     if settings.GITHUB_TOKEN:
-        return settings.GITHUB_TOKEN
+        return ForgeToken(settings.GITHUB_TOKEN, GITHUB_GIT_USER)
     if settings.GITHUB_APP_ID is not None and settings.GITHUB_APP_PRIVATE_KEY_FILE is not None:
         assert channel_repo.repo is not None  # a forge names its repository (ChannelRepo)
-        return installation_token(settings, channel_repo.repo)
+        return ForgeToken(installation_token(settings, channel_repo.repo), GITHUB_GIT_USER)
     return None
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agent.redaction import redact_text, redact_url
+from jobs.forge.api import ForgeToken
 from jobs.forge.git import auth_environment
 from jobs.settings import Settings
 
@@ -43,7 +44,9 @@ def channel_mirror(settings: Settings, channel: str | None) -> Path | None:
     return None if repository is None else mirror_path(settings, repository)
 
 
-def refresh_mirror(settings: Settings, repository: str, token: str | None = None) -> tuple[Path, str | None]:
+def refresh_mirror(
+    settings: Settings, repository: str, token: ForgeToken | None = None
+) -> tuple[Path, str | None]:
     """Make or fetch the repository's mirror; the mirror and why it failed (None: it did not)."""
     mirror = mirror_path(settings, repository)
     mirror.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +63,7 @@ def refresh_mirror(settings: Settings, repository: str, token: str | None = None
         return mirror, failure
 
 
-def run_git(arguments: list[str], repository: str, token: str | None = None) -> str | None:
+def run_git(arguments: list[str], repository: str, token: ForgeToken | None = None) -> str | None:
     """None when git succeeded, else why not (redacted). Returned, not raised: git's error names
     the command, token and all, and must not ride along as an exception's context. A forge's
     `token` reaches this one git process only (jobs.forge.git.auth_environment)."""

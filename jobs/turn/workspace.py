@@ -27,9 +27,9 @@ from pathlib import Path
 
 from agent.redaction import redact_url
 from agent.tools.sandbox import sandbox_user
+from jobs.forge.api import ForgeRefused
 from jobs.forge.branch import base_file, record_base, shadow_dir
 from jobs.forge.git import GitFailed, git
-from jobs.forge.github import ForgeRefused
 from jobs.forge.tokens import forge_token
 from jobs.keys import SessionKey
 from jobs.session.meta import MetaHash

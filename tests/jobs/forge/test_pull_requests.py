@@ -5,6 +5,7 @@ write it, hostile files included; git is never steered by them and never holds t
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -313,3 +314,65 @@ def test_a_base_that_moved_under_the_change_comes_to_the_sandbox_and_the_rebase_
         False,
         "2 files changed, 2 insertions(+), 1 deletion(-)",  # against the new main: only the thread's
     )
+
+
+def gitlab_settings(tmp_path: Path, forge: FakeForge) -> Settings:
+    repo = {"url": f"{forge.url}/acme/app.git", "forge": "gitlab", "repo": "acme/app", "base": "main"}
+    return settings_for(
+        tmp_path,
+        forge,
+        CHANNEL_REPOS={"C1": repo},
+        GITHUB_TOKEN=None,
+        GITLAB_TOKEN=FORGE_TOKEN,
+        GITLAB_API_URL=forge.gitlab_api_url,
+    )
+
+
+def basic_user(call) -> str:  # type: ignore[no-untyped-def]
+    scheme, _, credential = call.headers["authorization"].partition(" ")
+    return base64.b64decode(credential).decode().partition(":")[0] if scheme == "Basic" else ""
+
+
+def test_a_gitlab_project_gets_one_merge_request_that_later_pushes_update(tmp_path, forge, redis):
+    pulls = port(redis, gitlab_settings(tmp_path, forge))
+    (pulls.workspace / "app.py").write_text("print('fixed')\n")
+
+    said = pulls.publish("Fix the bug", "It printed bug.", None)
+
+    assert said.startswith(f"Opened pull request #1: {forge.url}/acme/app/-/merge_requests/1")
+    first = forge.head_of("acme/app", BRANCH)
+    forge.set_status(str(first), "failure")
+    (pulls.workspace / "docs.md").write_text("how it works\n")
+    again = pulls.publish("Fix the bug, with docs", "Docs too.", None)
+
+    assert again.startswith("Updated pull request #1")
+    [pull] = forge.pulls()
+    assert (pull.title, pull.head, pull.base) == ("Fix the bug, with docs", BRANCH, "main")
+    assert forge.file_at("acme/app", BRANCH, "docs.md") == "how it works\n"
+    assert [(c.number, c.pushes, c.url.endswith("/-/merge_requests/1")) for c in cards(redis)] == [
+        (1, 1, True),
+        (1, 2, True),
+    ]
+    api = [c for c in forge.calls() if c.path.startswith("/api/v4/projects/acme%2Fapp/")]
+    assert {c.method for c in api} == {"GET", "POST", "PUT"}
+    assert all(forge.token_of(c.headers) == FORGE_TOKEN for c in api)
+    pushes = [c for c in forge.calls() if c.method == "POST" and c.path.endswith("git-receive-pack")]
+    assert len(pushes) == 2 and {basic_user(c) for c in pushes} == {
+        "oauth2"
+    }  # what GitLab's OAuth tokens need
+    assert all(forge.token_of(c.headers) == FORGE_TOKEN for c in pushes)
+
+
+def test_a_gitlab_token_without_rights_or_missing_is_refused_in_words(tmp_path, forge, redis):
+    settings = gitlab_settings(tmp_path, forge)
+    pulls = port(redis, settings)
+    (pulls.workspace / "app.py").write_text("print('fixed')\n")
+    forge.grant(FORGE_TOKEN, "contents")  # may push, may not use the API
+
+    with pytest.raises(ToolError, match="needs the api scope and at least the Developer role"):
+        pulls.publish("t", "b", None)
+
+    untokened = settings.model_copy(update={"GITLAB_TOKEN": None})
+    with pytest.raises(ToolError, match="an admin sets GITLAB_TOKEN"):
+        ForgePullRequests(SessionStore(redis, KEY), untokened, pulls.workspace, pulls.mirror).preview(None)
+    assert not forge.pulls()

@@ -1,0 +1,49 @@
+"""A forge in the one shape pull requests need, whichever forge it is (jobs.forge.github,
+jobs.forge.gitlab): the thread's open pull request found by its branch, opened, edited, and the
+CI state of a commit as GitHub names them (pending, success, failure, error)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+TIMEOUT_S = 30.0
+
+
+class ForgeRefused(Exception):
+    """The forge said no, in words for the model and the thread."""
+
+
+@dataclass(frozen=True)
+class ForgeToken:
+    """A forge's token, and the user name git gives with it over HTTP Basic (GitHub's
+    installation tokens need `x-access-token`, GitLab's OAuth tokens `oauth2`)."""
+
+    secret: str
+    git_user: str
+
+
+@dataclass(frozen=True)
+class Pull:
+    """A pull request (GitHub) or merge request (GitLab) as the card shows it."""
+
+    number: int  # GitHub's number, GitLab's iid: what people quote
+    url: str
+    conflicts: bool  # the forge says it does not merge cleanly into its base
+
+
+class Forge(Protocol):
+    def __enter__(self) -> Forge: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None: ...
+
+    def open_pull_for(self, branch: str) -> Pull | None: ...
+
+    def open_pull(self, *, title: str, body: str, head: str, base: str) -> Pull: ...
+
+    def edit_pull(self, number: int, *, title: str, body: str) -> Pull: ...
+
+    def ci_state(self, sha: str) -> str | None: ...

@@ -1,0 +1,92 @@
+"""GitLab's REST API (v4) for merge requests, in the shape of jobs.forge.api: the thread's open
+merge request found by its source branch, opened, edited, and the pipeline state of a commit
+named as GitHub's CI states. Errors become `ForgeRefused` with what they mean."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from agent.redaction import redact_text
+from jobs.forge.api import TIMEOUT_S, ForgeRefused, Pull
+
+# GitLab's pipeline statuses as the card's CI states; any other (created, running, manual, …) is pending.
+PIPELINE_STATES: dict[str, str | None] = {
+    "success": "success",
+    "failed": "failure",
+    "canceled": "error",
+    "skipped": None,
+}
+
+
+class GitLab:
+    def __init__(self, api_url: str, token: str | None, repo: str) -> None:
+        self.repo = repo
+        self._project = f"/projects/{quote(repo, safe='')}"
+        self._client = httpx.Client(
+            base_url=api_url.rstrip("/"),
+            timeout=TIMEOUT_S,
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+        )
+
+    def __enter__(self) -> GitLab:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._client.close()
+
+    def open_pull_for(self, branch: str) -> Pull | None:
+        found = self._call("GET", "merge_requests", params={"source_branch": branch, "state": "opened"})
+        return _pull(found[0]) if found else None
+
+    def open_pull(self, *, title: str, body: str, head: str, base: str) -> Pull:
+        asked = {"source_branch": head, "target_branch": base, "title": title, "description": body}
+        return _pull(self._call("POST", "merge_requests", json=asked))
+
+    def edit_pull(self, number: int, *, title: str, body: str) -> Pull:
+        return _pull(
+            self._call("PUT", f"merge_requests/{number}", json={"title": title, "description": body})
+        )
+
+    def ci_state(self, sha: str) -> str | None:
+        """The state of `sha`'s latest pipeline; None: no pipeline ran on it."""
+        try:
+            commit = self._call("GET", f"repository/commits/{sha}")
+        except ForgeRefused:
+            return None
+        status = commit.get("status")
+        return PIPELINE_STATES.get(status, "pending") if status else None
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            answer = self._client.request(method, f"{self._project}/{path}", **kwargs)
+        except httpx.HTTPError as error:
+            raise ForgeRefused(f"the forge could not be reached ({type(error).__name__})") from None
+        if answer.is_success:
+            return answer.json()
+        raise ForgeRefused(refusal(answer, self.repo))
+
+
+def _pull(answer: dict[str, Any]) -> Pull:
+    return Pull(
+        number=int(answer["iid"]), url=str(answer["web_url"]), conflicts=bool(answer.get("has_conflicts"))
+    )
+
+
+def refusal(answer: httpx.Response, repo: str) -> str:
+    status = answer.status_code
+    try:
+        body = answer.json()
+    except ValueError:
+        body = {}
+    said = body.get("message") or body.get("error") or "" if isinstance(body, dict) else ""
+    message = redact_text(str(said))[:500]
+    if status == 401:
+        return "the forge did not accept the token (GITLAB_TOKEN missing, expired or revoked)"
+    if status == 403:
+        return f"the token may not do this on {repo}: it needs the api scope and at least the Developer role"
+    if status == 404:
+        return f"the forge has no project {repo}, or the token cannot see it"
+    return f"the forge answered HTTP {status}: {message or answer.reason_phrase}"
