@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from jobs.settings import Settings, SettingsError
@@ -151,3 +153,13 @@ def test_the_agents_broadcasts_and_unfurls_are_off_unless_set(monkeypatch):
     monkeypatch.setenv("SLACK_UNFURL", "true")
     settings = Settings.load()
     assert settings.broadcast_channels == {"C0123ABC", "G9"} and settings.SLACK_UNFURL is True
+
+
+def test_a_gitlab_repository_may_be_a_nested_project_and_a_github_one_is_owner_and_name(monkeypatch):
+    nested = {"url": "https://gitlab.example/a/b/c.git", "forge": "gitlab", "repo": "group/sub/app"}
+    monkeypatch.setenv("CHANNEL_REPOS", json.dumps({"C1": nested}))
+    assert Settings.load().CHANNEL_REPOS["C1"].repo == "group/sub/app"
+    for forge, repo in (("github", "group/sub/app"), ("gitlab", "group/../app"), ("gitlab", "app")):
+        monkeypatch.setenv("CHANNEL_REPOS", json.dumps({"C1": {"url": "u", "forge": forge, "repo": repo}}))
+        with pytest.raises(SettingsError, match="invalid setting CHANNEL_REPOS"):
+            Settings.load()
