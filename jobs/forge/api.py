@@ -4,9 +4,12 @@ CI state of a commit as GitHub names them (pending, success, failure, error)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
+
+import httpx
 
 TIMEOUT_S = 30.0
 
@@ -47,3 +50,31 @@ class Forge(Protocol):
     def edit_pull(self, number: int, *, title: str, body: str) -> Pull: ...
 
     def ci_state(self, sha: str) -> str | None: ...
+
+
+class RestClient:
+    """One forge REST API under `prefix` (a repository's or project's path): JSON in and out, a
+    failure as `ForgeRefused` in the words `refusal` finds for it."""
+
+    def __init__(
+        self,
+        api_url: str,
+        prefix: str,
+        headers: dict[str, str],
+        refusal: Callable[[httpx.Response], str],
+    ) -> None:
+        self._prefix = prefix
+        self._refusal = refusal
+        self._client = httpx.Client(base_url=api_url.rstrip("/"), timeout=TIMEOUT_S, headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            answer = self._client.request(method, f"{self._prefix}/{path}", **kwargs)
+        except httpx.HTTPError as error:
+            raise ForgeRefused(f"the forge could not be reached ({type(error).__name__})") from None
+        if answer.is_success:
+            return answer.json()
+        raise ForgeRefused(self._refusal(answer))

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from agent.redaction import redact_text
-from jobs.forge.api import TIMEOUT_S, ForgeRefused, Pull
+from jobs.forge.api import ForgeRefused, Pull, RestClient
 
 API_VERSION = "2022-11-28"
 
@@ -17,51 +17,39 @@ API_VERSION = "2022-11-28"
 class GitHub:
     def __init__(self, api_url: str, token: str | None, repo: str) -> None:
         self.repo = repo
-        self._client = httpx.Client(
-            base_url=api_url.rstrip("/"),
-            timeout=TIMEOUT_S,
-            headers={
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": API_VERSION,
-                **({"Authorization": f"Bearer {token}"} if token else {}),
-            },
-        )
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+        }
+        self._api = RestClient(api_url, f"/repos/{repo}", headers, lambda answer: refusal(answer, repo))
 
     def __enter__(self) -> GitHub:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._client.close()
+        self._api.close()
 
     def open_pull_for(self, branch: str) -> Pull | None:
         owner = self.repo.split("/")[0]
-        found = self._call("GET", "pulls", params={"head": f"{owner}:{branch}", "state": "open"})
+        found = self._api.call("GET", "pulls", params={"head": f"{owner}:{branch}", "state": "open"})
         return _pull(found[0]) if found else None
 
     def open_pull(self, *, title: str, body: str, head: str, base: str) -> Pull:
         return _pull(
-            self._call("POST", "pulls", json={"title": title, "body": body, "head": head, "base": base})
+            self._api.call("POST", "pulls", json={"title": title, "body": body, "head": head, "base": base})
         )
 
     def edit_pull(self, number: int, *, title: str, body: str) -> Pull:
-        return _pull(self._call("PATCH", f"pulls/{number}", json={"title": title, "body": body}))
+        return _pull(self._api.call("PATCH", f"pulls/{number}", json={"title": title, "body": body}))
 
     def ci_state(self, sha: str) -> str | None:
         """GitHub's combined status of `sha` (pending, success, failure); None: no CI reports on it."""
         try:
-            combined = self._call("GET", f"commits/{sha}/status")
+            combined = self._api.call("GET", f"commits/{sha}/status")
         except ForgeRefused:
             return None
         return str(combined["state"]) if combined.get("total_count") and combined.get("state") else None
-
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            answer = self._client.request(method, f"/repos/{self.repo}/{path}", **kwargs)
-        except httpx.HTTPError as error:
-            raise ForgeRefused(f"the forge could not be reached ({type(error).__name__})") from None
-        if answer.is_success:
-            return answer.json()
-        raise ForgeRefused(refusal(answer, self.repo))
 
 
 def _pull(answer: dict[str, Any]) -> Pull:

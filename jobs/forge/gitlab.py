@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from agent.redaction import redact_text
-from jobs.forge.api import TIMEOUT_S, ForgeRefused, Pull
+from jobs.forge.api import ForgeRefused, Pull, RestClient
 
 # GitLab's pipeline statuses as the card's CI states; any other (created, running, manual, …) is pending.
 PIPELINE_STATES: dict[str, str | None] = {
@@ -24,49 +24,37 @@ PIPELINE_STATES: dict[str, str | None] = {
 class GitLab:
     def __init__(self, api_url: str, token: str | None, repo: str) -> None:
         self.repo = repo
-        self._project = f"/projects/{quote(repo, safe='')}"
-        self._client = httpx.Client(
-            base_url=api_url.rstrip("/"),
-            timeout=TIMEOUT_S,
-            headers={"Authorization": f"Bearer {token}"} if token else {},
-        )
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        prefix = f"/projects/{quote(repo, safe='')}"
+        self._api = RestClient(api_url, prefix, headers, lambda answer: refusal(answer, repo))
 
     def __enter__(self) -> GitLab:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._client.close()
+        self._api.close()
 
     def open_pull_for(self, branch: str) -> Pull | None:
-        found = self._call("GET", "merge_requests", params={"source_branch": branch, "state": "opened"})
+        found = self._api.call("GET", "merge_requests", params={"source_branch": branch, "state": "opened"})
         return _pull(found[0]) if found else None
 
     def open_pull(self, *, title: str, body: str, head: str, base: str) -> Pull:
         asked = {"source_branch": head, "target_branch": base, "title": title, "description": body}
-        return _pull(self._call("POST", "merge_requests", json=asked))
+        return _pull(self._api.call("POST", "merge_requests", json=asked))
 
     def edit_pull(self, number: int, *, title: str, body: str) -> Pull:
         return _pull(
-            self._call("PUT", f"merge_requests/{number}", json={"title": title, "description": body})
+            self._api.call("PUT", f"merge_requests/{number}", json={"title": title, "description": body})
         )
 
     def ci_state(self, sha: str) -> str | None:
         """The state of `sha`'s latest pipeline; None: no pipeline ran on it."""
         try:
-            commit = self._call("GET", f"repository/commits/{sha}")
+            commit = self._api.call("GET", f"repository/commits/{sha}")
         except ForgeRefused:
             return None
         status = commit.get("status")
         return PIPELINE_STATES.get(status, "pending") if status else None
-
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            answer = self._client.request(method, f"{self._project}/{path}", **kwargs)
-        except httpx.HTTPError as error:
-            raise ForgeRefused(f"the forge could not be reached ({type(error).__name__})") from None
-        if answer.is_success:
-            return answer.json()
-        raise ForgeRefused(refusal(answer, self.repo))
 
 
 def _pull(answer: dict[str, Any]) -> Pull:
