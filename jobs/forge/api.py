@@ -78,3 +78,12 @@ class RestClient:
         if answer.is_success:
             return answer.json()
         raise ForgeRefused(self._refusal(answer))
+
+
+def error_body(answer: httpx.Response) -> dict[str, Any]:
+    """A refusal's JSON object ({} when it is not one)."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from agent.redaction import redact_text
-from jobs.forge.api import ForgeRefused, Pull, RestClient
+from jobs.forge.api import ForgeRefused, Pull, RestClient, error_body
 
 API_VERSION = "2022-11-28"
 
@@ -59,12 +59,8 @@ def _pull(answer: dict[str, Any]) -> Pull:
 
 
 def refusal(answer: httpx.Response, repo: str) -> str:
-    status = answer.status_code
-    try:
-        body = answer.json()
-    except ValueError:
-        body = {}
-    message = str(body.get("message", "")) if isinstance(body, dict) else ""
+    status, body = answer.status_code, error_body(answer)
+    message = str(body.get("message", ""))
     if status == 401:
         return "the forge did not accept the token (GITHUB_TOKEN missing, expired or revoked)"
     if status == 403:
@@ -75,5 +71,5 @@ def refusal(answer: httpx.Response, repo: str) -> str:
     if status == 404:
         return f"the forge has no repository {repo}, or the token cannot see it"
     details = [str(e.get("message") or e.get("code")) for e in body.get("errors", []) if isinstance(e, dict)]
-    said = "; ".join([message, *details]) if isinstance(body, dict) else ""
+    said = "; ".join([message, *details])
     return f"the forge answered HTTP {status}: {redact_text(said)[:500] or answer.reason_phrase}"

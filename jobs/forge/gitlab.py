@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from agent.redaction import redact_text
-from jobs.forge.api import ForgeRefused, Pull, RestClient
+from jobs.forge.api import ForgeRefused, Pull, RestClient, error_body
 
 # GitLab's pipeline statuses as the card's CI states; any other (created, running, manual, …) is pending.
 PIPELINE_STATES: dict[str, str | None] = {
@@ -64,13 +64,8 @@ def _pull(answer: dict[str, Any]) -> Pull:
 
 
 def refusal(answer: httpx.Response, repo: str) -> str:
-    status = answer.status_code
-    try:
-        body = answer.json()
-    except ValueError:
-        body = {}
-    said = body.get("message") or body.get("error") or "" if isinstance(body, dict) else ""
-    message = redact_text(str(said))[:500]
+    status, body = answer.status_code, error_body(answer)
+    message = redact_text(str(body.get("message") or body.get("error") or ""))[:500]
     if status == 401:
         return "the forge did not accept the token (GITLAB_TOKEN missing, expired or revoked)"
     if status == 403:
