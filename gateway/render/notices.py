@@ -109,15 +109,16 @@ def info(notice: InfoNotice) -> SlackMessage:
 def pull_request(notice: PullRequestNotice) -> SlackMessage:
     """The thread's pull request card: link, branch, changes, CI and conflicts as last seen."""
     title = escape(shorten(notice.title))
-    heading = f"*#{notice.number} {title}*"
+    heading = f"*{notice.reference} {title}*"
     if notice.url.startswith(("https://", "http://")) and not any(c in notice.url for c in "|<> "):
-        heading = f"*<{notice.url}|#{notice.number} {title}>*"
+        heading = f"*<{notice.url}|{notice.reference} {title}>*"
     where = f"{inline_code(notice.branch)} → {inline_code(notice.base)} on {escape(notice.repo)}"
-    lines = [f":twisted_rightwards_arrows: Pull request {heading}", f"{where} · {escape(notice.stat)}"]
+    noun = notice.noun.capitalize()
+    lines = [f":twisted_rightwards_arrows: {noun} {heading}", f"{where} · {escape(notice.stat)}"]
     if notice.ci is not None:
         lines.append(CI_SHOWN.get(notice.ci, f"CI: {escape(notice.ci)}"))
     if notice.conflicts:
         lines.append(f":warning: The branch conflicts with {inline_code(notice.base)}.")
     pushes = "1 push" if notice.pushes == 1 else f"{notice.pushes} pushes"
-    text = f"Pull request #{notice.number}: {notice.url}"
+    text = f"{noun} {notice.reference}: {notice.url}"
     return SlackMessage(text=text, blocks=[section("\n".join(lines)), context(f"{pushes} from this thread")])

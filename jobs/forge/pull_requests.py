@@ -81,7 +81,7 @@ class ForgePullRequests:
         head = snapshot.parent
         if snapshot.changed:
             head = self._push(snapshot, target, title, body)
-        assert channel_repo.repo is not None
+        assert channel_repo.repo is not None and channel_repo.forge is not None  # checked by _target
         try:
             with open_forge(self.settings, channel_repo, target.token) as forge:
                 found = forge.open_pull_for(target.branch)
@@ -96,6 +96,7 @@ class ForgePullRequests:
         # Without a record, the branch was pushed now or by a run that died before recording it.
         pushes = record.card.pushes + int(snapshot.changed) if record else 1
         card = PullRequestNotice(
+            forge=channel_repo.forge,
             repo=channel_repo.repo,
             number=pull.number,
             url=pull.url,
@@ -203,7 +204,7 @@ def _said(card: PullRequestNotice, opened: bool, snapshot: Snapshot) -> str:
     verb = "Opened" if opened else "Updated"
     changes = stat_line(snapshot.stat) if snapshot.changed else "no new commit"
     lines = [
-        f"{verb} pull request #{card.number}: {card.url}",
+        f"{verb} {card.noun} {card.reference}: {card.url}",
         f"Branch {card.branch} → {card.base}: {changes}.",
     ]
     return "\n".join(lines)

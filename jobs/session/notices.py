@@ -147,6 +147,7 @@ class PullRequestNotice(_Notice):
     """The thread's pull request card (jobs.forge): posted once, edited by each later push."""
 
     kind: Literal["pull_request"] = "pull_request"
+    forge: Literal["github", "gitlab"] = "github"
     repo: str  # owner/name
     number: int
     url: str
@@ -157,6 +158,15 @@ class PullRequestNotice(_Notice):
     ci: str | None = None  # the forge's combined status of the head (pending, success, …)
     conflicts: bool = False  # the forge says the branch does not merge cleanly into `base`
     pushes: int = 1
+
+    @property
+    def noun(self) -> str:
+        return "merge request" if self.forge == "gitlab" else "pull request"
+
+    @property
+    def reference(self) -> str:
+        """As its forge writes it: "#12", or GitLab's "!12"."""
+        return f"!{self.number}" if self.forge == "gitlab" else f"#{self.number}"
 
 
 class ReactionNotice(_Notice):

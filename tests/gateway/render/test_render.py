@@ -23,6 +23,7 @@ from jobs.session.notices import (
     CompactionNotice,
     ErrorNotice,
     InfoNotice,
+    PullRequestNotice,
     ToolLine,
     TurnCard,
     UnknownResultNotice,
@@ -150,3 +151,19 @@ def test_a_compaction_says_in_one_line_what_it_pruned_or_left_out():
     assert "The 2 oldest messages did not fit the summary request" in done.text
     assert "did not fit" not in render.compaction(CompactionNotice(state="done", compacted=9)).text
     assert "\n" not in pruned.text + done.text
+
+
+def test_a_gitlab_merge_request_card_is_named_as_gitlab_names_it():
+    fields = {"repo": "acme/app", "number": 7, "title": "Fix", "branch": "threadline/x", "base": "main"}
+    github = render.pull_request(
+        PullRequestNotice(url="https://github.com/acme/app/pull/7", stat="1 file", **fields)
+    )
+    gitlab = render.pull_request(
+        PullRequestNotice(
+            forge="gitlab", url="https://gitlab.com/acme/app/-/merge_requests/7", stat="1 file", **fields
+        )
+    )
+    assert github.text == "Pull request #7: https://github.com/acme/app/pull/7"
+    assert "Pull request *<https://github.com/acme/app/pull/7|#7 Fix>*" in texts(github.blocks)
+    assert gitlab.text == "Merge request !7: https://gitlab.com/acme/app/-/merge_requests/7"
+    assert "Merge request *<https://gitlab.com/acme/app/-/merge_requests/7|!7 Fix>*" in texts(gitlab.blocks)

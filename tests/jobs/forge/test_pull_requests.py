@@ -339,19 +339,19 @@ def test_a_gitlab_project_gets_one_merge_request_that_later_pushes_update(tmp_pa
 
     said = pulls.publish("Fix the bug", "It printed bug.", None)
 
-    assert said.startswith(f"Opened pull request #1: {forge.url}/acme/app/-/merge_requests/1")
+    assert said.startswith(f"Opened merge request !1: {forge.url}/acme/app/-/merge_requests/1")
     first = forge.head_of("acme/app", BRANCH)
     forge.set_status(str(first), "failure")
     (pulls.workspace / "docs.md").write_text("how it works\n")
     again = pulls.publish("Fix the bug, with docs", "Docs too.", None)
 
-    assert again.startswith("Updated pull request #1")
+    assert again.startswith("Updated merge request !1")
     [pull] = forge.pulls()
     assert (pull.title, pull.head, pull.base) == ("Fix the bug, with docs", BRANCH, "main")
     assert forge.file_at("acme/app", BRANCH, "docs.md") == "how it works\n"
-    assert [(c.number, c.pushes, c.url.endswith("/-/merge_requests/1")) for c in cards(redis)] == [
-        (1, 1, True),
-        (1, 2, True),
+    assert [(c.forge, c.number, c.pushes, c.url.endswith("/-/merge_requests/1")) for c in cards(redis)] == [
+        ("gitlab", 1, 1, True),
+        ("gitlab", 1, 2, True),
     ]
     api = [c for c in forge.calls() if c.path.startswith("/api/v4/projects/acme%2Fapp/")]
     assert {c.method for c in api} == {"GET", "POST", "PUT"}
