@@ -31,6 +31,9 @@ from agent.tools.sandbox import (
 from gateway.authz import nobody_approves
 from gateway.manifest import BOT_SCOPES
 from gateway.slack_client import web_client
+from jobs.forge.api import ForgeRefused
+from jobs.forge.forges import open_forge
+from jobs.forge.tokens import forge_token
 from jobs.queues import SERIALIZER, TURNS_QUEUE
 from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
@@ -313,7 +316,33 @@ def check_approvers(settings: Settings) -> Check:
     return Check(True, "approvers", f"{asking} ask; {who} may approve")
 
 
-CHECKS: tuple[Callable[[Settings], Check], ...] = (
+TOKEN_SETTINGS = {"github": "GITHUB_TOKEN, or GITHUB_APP_ID and its key", "gitlab": "GITLAB_TOKEN"}
+FORGE_FIX = "give the forge a token with the rights the README names (GITHUB_TOKEN or an App; GITLAB_TOKEN)"
+
+
+def check_forges(settings: Settings) -> Check | None:
+    """Whether the token reaches each repository channels send pull requests to; None: none does."""
+    forged = {(r.forge, r.repo): r for r in settings.CHANNEL_REPOS.values() if r.forge and r.repo}
+    if not forged:
+        return None
+    problems, reached = [], []
+    for (forge, repo), channel_repo in sorted(forged.items()):
+        try:
+            token = forge_token(settings, channel_repo)
+            if token is None:
+                raise ForgeRefused(f"no token ({TOKEN_SETTINGS[forge]})")
+            with open_forge(settings, channel_repo, token) as api:
+                api.check()
+        except ForgeRefused as refused:
+            problems.append(f"{forge} {repo}: {redact_text(str(refused))}")
+        else:
+            reached.append(f"{forge} {repo}")
+    if problems:
+        return Check(False, "forges", "; ".join(problems), FORGE_FIX)
+    return Check(True, "forges", f"the token reaches {', '.join(reached)}")
+
+
+CHECKS: tuple[Callable[[Settings], Check | None], ...] = (
     check_redis,
     check_persistence,
     check_replicas,
@@ -323,11 +352,12 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_workspace,
     check_sandbox,
     check_approvers,
+    check_forges,
 )
 
 
 def run_doctor(settings: Settings, out: Callable[[str], None] = print) -> int:
-    results = [check(settings) for check in CHECKS]
+    results = [result for check in CHECKS if (result := check(settings)) is not None]
     for result in results:
         out(result.line())
     return 0 if all(result.ok for result in results) else 1

@@ -39,8 +39,8 @@ GIT_PATH = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)\.git(?P<rest>/.*)$")
 PULL_PAGE = re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/pull/(?P<number>\d+)$")
 INSTALLATION_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/installation$")
 ACCESS_TOKENS_PATH = re.compile(r"^/api/app/installations/(?P<id>\d+)/access_tokens$")
-API_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)/(?P<rest>.*)$")
-GITLAB_API_PATH = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/(?P<rest>.*)$")
+API_PATH = re.compile(r"^/api/repos/(?P<repo>[\w.-]+/[\w.-]+)(?:/(?P<rest>.*))?$")
+GITLAB_API_PATH = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)(?:/(?P<rest>.*))?$")
 PIPELINE_OF = {"pending": "running", "success": "success", "failure": "failed", "error": "canceled"}
 PROTECTED_HOOK = """#!/bin/sh
 while read old new ref; do
@@ -316,6 +316,8 @@ class FakeForge:
     ) -> tuple[int, Any]:
         if not self.bare(repo).is_dir():
             return 404, {"message": "Not Found"}
+        if rest == "" and method == "GET":
+            return 200, {"full_name": repo}
         if rest == "pulls" and method == "GET":
             head = (query.get("head") or [""])[0].partition(":")[2]
             found = [
@@ -463,7 +465,7 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
             gitlab = GITLAB_API_PATH.match(parsed.path)
             if gitlab:
                 return self._gitlab(
-                    gitlab.group("project"), gitlab.group("rest"), parsed.query, headers, body
+                    gitlab.group("project"), gitlab.group("rest") or "", parsed.query, headers, body
                 )
             api = API_PATH.match(parsed.path)
             if api is None:
@@ -477,7 +479,7 @@ def _handler_for(forge: FakeForge) -> type[BaseHTTPRequestHandler]:
                 extra = {"X-Accepted-GitHub-Permissions": "pull_requests=write"}
             else:
                 status, answer = forge.api(
-                    self.command, api.group("repo"), api.group("rest"), parse_qs(parsed.query), payload
+                    self.command, api.group("repo"), api.group("rest") or "", parse_qs(parsed.query), payload
                 )
                 extra = {}
             forge.record(ForgeCall(self.command, parsed.path, headers, payload, status))
@@ -529,6 +531,8 @@ def gitlab_answer(
     repo = unquote(project)
     if ".." in repo or not forge.bare(repo).is_dir():
         return 404, {"message": "404 Project Not Found"}
+    if rest == "" and method == "GET":
+        return 200, {"path_with_namespace": repo}
     if rest == "merge_requests" and method == "GET":
         source = (query.get("source_branch") or [""])[0]
         wanted = [p for p in forge.pulls() if p.repo == repo and p.state == "open"]

@@ -51,6 +51,9 @@ class Forge(Protocol):
 
     def ci_state(self, sha: str) -> str | None: ...
 
+    def check(self) -> None:
+        """Raise ForgeRefused unless the token can see the repository."""
+
 
 class RestClient:
     """One forge REST API under `prefix` (a repository's or project's path): JSON in and out, a
@@ -72,7 +75,7 @@ class RestClient:
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
-            answer = self._client.request(method, f"{self._prefix}/{path}", **kwargs)
+            answer = self._client.request(method, f"{self._prefix}/{path}".rstrip("/"), **kwargs)
         except httpx.HTTPError as error:
             raise ForgeRefused(f"the forge could not be reached ({type(error).__name__})") from None
         if answer.is_success:

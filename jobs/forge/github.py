@@ -30,6 +30,9 @@ class GitHub:
     def __exit__(self, *_: object) -> None:
         self._api.close()
 
+    def check(self) -> None:
+        self._api.call("GET", "")
+
     def open_pull_for(self, branch: str) -> Pull | None:
         owner = self.repo.split("/")[0]
         found = self._api.call("GET", "pulls", params={"head": f"{owner}:{branch}", "state": "open"})

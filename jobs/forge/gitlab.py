@@ -34,6 +34,9 @@ class GitLab:
     def __exit__(self, *_: object) -> None:
         self._api.close()
 
+    def check(self) -> None:
+        self._api.call("GET", "")
+
     def open_pull_for(self, branch: str) -> Pull | None:
         found = self._api.call("GET", "merge_requests", params={"source_branch": branch, "state": "opened"})
         return _pull(found[0]) if found else None

@@ -6,9 +6,11 @@ from agent.testing import FakeLLM
 from gateway.doctor import run_doctor
 from gateway.manifest import BOT_SCOPES
 from gateway.sandbox.embedded_redis import EmbeddedRedis
+from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import FakeSlack, Fault
 from gateway.sandbox.stack import BOT_TOKEN
 from jobs.settings import Settings
+from tests.conftest import FORGE_TOKEN
 from tests.polling import wait_for
 from tests.sentinel_redis import SentinelRedis
 
@@ -204,3 +206,36 @@ def doctor_lines(settings: Settings) -> list[str]:
 def replicas_line(settings: Settings) -> tuple[str, str]:
     verdict, _, said = named(doctor_lines(settings), "replicas").split(None, 2)
     return verdict, said
+
+
+def test_forges_line_says_which_repository_the_token_reaches_and_which_it_does_not(
+    tmp_path: Path, forge: FakeForge
+):
+    def repo(kind: str) -> dict[str, str]:
+        return {"url": f"{forge.url}/acme/app.git", "forge": kind, "repo": "acme/app"}
+
+    base = {
+        "AGENT_WORKDIR": tmp_path,
+        "GITHUB_API_URL": forge.api_url,
+        "GITLAB_API_URL": forge.gitlab_api_url,
+    }
+    lines: list[str] = []
+    run_doctor(Settings.load(**base), lines.append)
+    assert not [line for line in lines if line.split()[1] == "forges"]  # no channel takes pull requests
+
+    both = {"C1": repo("github"), "C2": repo("gitlab")}
+    lines.clear()
+    run_doctor(Settings.load(**base, CHANNEL_REPOS=both, GITHUB_TOKEN=FORGE_TOKEN), lines.append)
+    line = named(lines, "forges")
+    assert line.startswith("FAIL forges     gitlab acme/app: no token (GITLAB_TOKEN)") and "-- fix:" in line
+
+    lines.clear()
+    settings = Settings.load(**base, CHANNEL_REPOS=both, GITHUB_TOKEN=FORGE_TOKEN, GITLAB_TOKEN="glpat-wrong")
+    run_doctor(settings, lines.append)
+    assert "gitlab acme/app: the forge did not accept the token" in named(lines, "forges")
+    assert "glpat-wrong" not in "\n".join(lines)
+
+    lines.clear()
+    settings = Settings.load(**base, CHANNEL_REPOS=both, GITHUB_TOKEN=FORGE_TOKEN, GITLAB_TOKEN=FORGE_TOKEN)
+    run_doctor(settings, lines.append)
+    assert named(lines, "forges") == "ok   forges     the token reaches github acme/app, gitlab acme/app"
