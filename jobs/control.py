@@ -103,6 +103,7 @@ def cancel(redis: Redis, key: SessionKey, *, by: str) -> ControlResult:
         forget_child(redis, key, child)  # stopped: nothing is left to wait for or to cancel again
     store = SessionStore(redis, key)
     state = state_of(store)
+    log.info("cancel of %s by %s: the session is %s", key, by, state)
     if state == "running":
         redis.set(cancel_key(key), by, ex=CANCEL_FLAG_TTL_S)
         store.meta.note_cancel_asked(now_ms())

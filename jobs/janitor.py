@@ -182,6 +182,7 @@ def _pressed_an_ignored_cancel(store: SessionStore, at_ms: int) -> bool:
     if not asked_at or waited_ms < CANCEL_RESEND_S * 1000:
         return False
     if waited_ms < CANCEL_BACKSTOP_S * 1000:
+        log.info("session %s: still running %.1f s after a cancel; woken again", store.key, waited_ms / 1000)
         wake_the_turn(store.redis, store.key)
         return False
     holder = store.redis.get(store.lease_key)

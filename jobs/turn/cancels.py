@@ -97,6 +97,7 @@ class CancelListener:
         for key, is_set in zip(keys, flagged, strict=True):
             stop = self._turns.get(key)
             if is_set and stop is not None:
+                log.info("cancel of %s found: stopping its turn", key)
                 stop()
 
 

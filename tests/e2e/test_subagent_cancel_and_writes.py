@@ -10,6 +10,8 @@ from agent.testing import FakeLLM, Reply, calls, text
 from agent.tools import texts
 from jobs.control import cancel
 from jobs.delegation.write_lock import RedisWriteLock
+from jobs.keys import cancel_key
+from jobs.session.store import SessionStore
 from jobs.turn.workspace import workspace_path
 from tests.e2e.agents import Agents, start_stack, state, subagent_keys, wait_for_answer
 from tests.e2e.turns import Session
@@ -43,7 +45,15 @@ def test_cancelling_a_parent_stops_its_sub_agents_and_their_tools(
         assert cancel(redis, session.key, by="W222").ok
 
         children = subagent_keys(redis, session.key)
-        wait_for(lambda: [state(redis, k) for k in children] == ["cancelled"] * 2, what="both children")
+        states = lambda: [state(redis, k) for k in children]  # noqa: E731
+        try:
+            wait_for(lambda: states() == ["cancelled"] * 2, what="both children")
+        except AssertionError:  # which child, and how far its cancel got (a rare CI failure)
+            flags = [redis.get(cancel_key(k)) for k in children]
+            asked = [SessionStore(redis, k).meta.read().cancel_at for k in children]
+            raise AssertionError(
+                f"children {children}: states {states()}, flags {flags}, asked {asked}"
+            ) from None
         wait_for(lambda: not host_pids(sleep), timeout=15, what="the command to die")
         assert session.state() == "cancelled"
         wait_for(lambda: any(t.startswith("Stopped by <@W222>") for t in session.bot_texts()), what="notice")
