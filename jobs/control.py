@@ -29,8 +29,8 @@ from jobs.queues import (
     SERIALIZER,
     TURNS_QUEUE,
     queue,
+    queue_turn,
     schedule_delivery,
-    schedule_turn,
     turn_job_id,
 )
 from jobs.quotas import Quota, claim_working, sessions_working, spent_budget
@@ -226,8 +226,7 @@ def resume(
         return ControlResult(ok=False, message=_not_resumed(working.limit))
     redis.delete(cancel_key(key))
     store.meta.request_resume(by)
-    if schedule_turn(redis, key, turn_timeout_s=turn_timeout_s):
-        set_state(store, "queued")
+    queue_turn(store, turn_timeout_s=turn_timeout_s)
     store.post_notice(InfoNotice(text=f"Resumed by <@{by}>. Nothing that was interrupted is re-run."))
     schedule_delivery(redis, key)
     return ControlResult(
@@ -263,8 +262,7 @@ def decide_approval(
 def _continue_when_decided(store: SessionStore, approvals: ApprovalStore, turn_timeout_s: int) -> None:
     """The last decision of a parked step queues the turn that runs (or skips) its calls."""
     if not approvals.pending():
-        schedule_turn(store.redis, store.key, turn_timeout_s=turn_timeout_s)
-        set_state(store, "queued")
+        queue_turn(store, turn_timeout_s=turn_timeout_s)
 
 
 def expire_approvals(session_key: str, step_uuid: str, after_s: float) -> str:

@@ -16,6 +16,8 @@ from rq.serializers import JSONSerializer
 from jobs.keys import QUEUED_SESSIONS, SessionKey, delivery_queued_key, turn_queued_key
 from jobs.lua import lua
 from jobs.redis_text import text
+from jobs.session.state import set_state, state_of
+from jobs.session.store import SessionStore
 
 TURNS_QUEUE = "turns"
 SLACK_QUEUE = "slack"
@@ -68,6 +70,21 @@ def schedule_turn(redis: Redis, key: SessionKey, *, turn_timeout_s: int) -> bool
         return False
     redis.sadd(QUEUED_SESSIONS, str(key))  # jobs/input.lua adds its claims itself
     return True
+
+
+def queue_turn(store: SessionStore, *, turn_timeout_s: int) -> bool:
+    """Mark a session that runs no turn `queued`, then enqueue its turn (`schedule_turn`).
+
+    In this order: a worker may take the job at once and mark the session running, and a
+    `queued` written after that makes the running turn look queued, so a cancel would take it
+    for one not started yet and never reach it. An enqueue that fails puts the state back."""
+    before = state_of(store)
+    set_state(store, "queued")
+    try:
+        return schedule_turn(store.redis, store.key, turn_timeout_s=turn_timeout_s)
+    except Exception:
+        set_state(store, before)
+        raise
 
 
 def new_turn_token() -> str:

@@ -19,10 +19,9 @@ from agent.delegation.launcher import ChildSpec
 from agent.messages import Message, Origin, TextPart
 from agent.wire import AppendMessage
 from jobs.keys import MetaField, SessionKey, children_key
-from jobs.queues import schedule_turn
+from jobs.queues import queue_turn
 from jobs.redis_text import text
 from jobs.session.meta import SessionMeta
-from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 
 Mode = Literal["foreground", "swarm", "background"]
@@ -115,8 +114,7 @@ def give_task(store: SessionStore, info: ChildInfo, spec: ChildSpec) -> None:
 
 
 def start(store: SessionStore, turn_timeout_s: int) -> None:
-    if schedule_turn(store.redis, store.key, turn_timeout_s=turn_timeout_s):
-        set_state(store, "queued")
+    queue_turn(store, turn_timeout_s=turn_timeout_s)
 
 
 def finished(redis: Redis, info: ChildInfo, key: SessionKey) -> None:

@@ -16,8 +16,8 @@ from jobs.delegation.children import ChildInfo, child_info, finished
 from jobs.delegation.swarms import Swarm
 from jobs.delegation.waits import StepWaits
 from jobs.input import route_input
-from jobs.queues import schedule_turn
-from jobs.session.state import PARKED_STATES, set_state, state_of
+from jobs.queues import queue_turn
+from jobs.session.state import PARKED_STATES, state_of
 from jobs.session.store import SessionStore
 from jobs.session.user_input import UserInput
 
@@ -69,5 +69,4 @@ def _inject(parent: SessionStore, info: ChildInfo, outcome: ChildOutcome, turn_t
     where = route_input(parent, arrival)
     if where != "wire" or state_of(parent) in PARKED_STATES:
         return  # a running turn takes it from the inbox; a parked one finds it on the wire
-    if schedule_turn(parent.redis, parent.key, turn_timeout_s=turn_timeout_s):
-        set_state(parent, "queued")
+    queue_turn(parent, turn_timeout_s=turn_timeout_s)

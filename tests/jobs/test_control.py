@@ -3,9 +3,11 @@ import logging
 import pytest
 from prometheus_client import REGISTRY
 from redis.exceptions import ResponseError
+from rq import Queue
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
 from jobs.control import cancel, resume, status, submit_input
+from jobs.delegation.children import start
 from jobs.janitor import CANCEL_BACKSTOP_S, CANCEL_RESEND_S, mark_interrupted, sweep
 from jobs.keys import CANCELS_CHANNEL, RUNNING_SESSIONS, SessionKey, turn_queued_key, working_sessions_key
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
@@ -226,3 +228,38 @@ def test_a_cancel_still_unheard_is_published_again_by_the_janitor(redis, asked_s
         assert sweep(redis) == []
         assert published_cancels(pubsub, within_s=0.5) == ([str(KEY)] if sent_again else [])
     assert lease.renew()  # not yet the backstop: the turn keeps its lease
+
+
+@pytest.fixture
+def taken_at_once(redis, monkeypatch):  # type: ignore[no-untyped-def]
+    """RQ's enqueue, followed at once by a worker taking the job and marking the turn running,
+    before the enqueuing code goes on (what a fast worker does on a busy machine)."""
+    enqueue = Queue.enqueue
+
+    def enqueue_then_start(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        job = enqueue(self, *args, **kwargs)
+        if self.name == TURNS_QUEUE:
+            set_state(SessionStore(redis, SessionKey.parse(str(args[1]))), "running", turn_id="t", job=job.id)
+        return job
+
+    monkeypatch.setattr(Queue, "enqueue", enqueue_then_start)
+
+
+def test_a_resumed_turn_taken_at_once_stays_running_and_a_cancel_reaches_it(redis, taken_at_once):
+    store = SessionStore(redis, KEY)
+    set_state(store, "cancelled")
+
+    assert resume(redis, KEY, by="U1", turn_timeout_s=60).ok
+
+    assert store.meta.read().state == "running"  # not written over by "queued" after the job started
+    assert "Stopping the running turn" in cancel(redis, KEY, by="U1").message
+
+
+def test_a_sub_agent_taken_at_once_stays_running(redis, taken_at_once):
+    child = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500-a1")
+    store = SessionStore(redis, child)
+    set_state(store, "idle")
+
+    start(store, turn_timeout_s=60)
+
+    assert store.meta.read().state == "running"
