@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import httpx
 
@@ -81,6 +81,23 @@ class RestClient:
         if answer.is_success:
             return answer.json()
         raise ForgeRefused(self._refusal(answer))
+
+
+class RestForge:
+    """What both forge clients share: one `RestClient`, closed on leaving the `with`, and
+    `check`, a read of the repository (or project) the client is for."""
+
+    def __init__(self, api: RestClient) -> None:
+        self._api = api
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._api.close()
+
+    def check(self) -> None:
+        self._api.call("GET", "")
 
 
 def error_body(answer: httpx.Response) -> dict[str, Any]:

@@ -9,12 +9,12 @@ from typing import Any
 import httpx
 
 from agent.redaction import redact_text
-from jobs.forge.api import ForgeRefused, Pull, RestClient, error_body
+from jobs.forge.api import ForgeRefused, Pull, RestClient, RestForge, error_body
 
 API_VERSION = "2022-11-28"
 
 
-class GitHub:
+class GitHub(RestForge):
     def __init__(self, api_url: str, token: str | None, repo: str) -> None:
         self.repo = repo
         headers = {
@@ -22,16 +22,7 @@ class GitHub:
             "X-GitHub-Api-Version": API_VERSION,
             **({"Authorization": f"Bearer {token}"} if token else {}),
         }
-        self._api = RestClient(api_url, f"/repos/{repo}", headers, lambda answer: refusal(answer, repo))
-
-    def __enter__(self) -> GitHub:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._api.close()
-
-    def check(self) -> None:
-        self._api.call("GET", "")
+        super().__init__(RestClient(api_url, f"/repos/{repo}", headers, lambda answer: refusal(answer, repo)))
 
     def open_pull_for(self, branch: str) -> Pull | None:
         owner = self.repo.split("/")[0]

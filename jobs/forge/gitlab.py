@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from agent.redaction import redact_text
-from jobs.forge.api import ForgeRefused, Pull, RestClient, error_body
+from jobs.forge.api import ForgeRefused, Pull, RestClient, RestForge, error_body
 
 # GitLab's pipeline statuses as the card's CI states; any other (created, running, manual, …) is pending.
 PIPELINE_STATES: dict[str, str | None] = {
@@ -21,21 +21,12 @@ PIPELINE_STATES: dict[str, str | None] = {
 }
 
 
-class GitLab:
+class GitLab(RestForge):
     def __init__(self, api_url: str, token: str | None, repo: str) -> None:
         self.repo = repo
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         prefix = f"/projects/{quote(repo, safe='')}"
-        self._api = RestClient(api_url, prefix, headers, lambda answer: refusal(answer, repo))
-
-    def __enter__(self) -> GitLab:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._api.close()
-
-    def check(self) -> None:
-        self._api.call("GET", "")
+        super().__init__(RestClient(api_url, prefix, headers, lambda answer: refusal(answer, repo)))
 
     def open_pull_for(self, branch: str) -> Pull | None:
         found = self._api.call("GET", "merge_requests", params={"source_branch": branch, "state": "opened"})
