@@ -99,12 +99,14 @@ def test_an_input_no_replica_holds_in_time_is_refused_and_its_retry_answered_onc
         stack.stop()
 
 
-def test_inputs_are_acknowledged_at_once_while_the_replica_keeps_up(
+def test_inputs_are_acknowledged_while_the_replica_keeps_up(
     tmp_path: Path, replicated_redis: ReplicatedRedis, fake_slack: FakeSlack, fake_llm: FakeLLM
 ):
+    # The deployed bound (REDIS_ACK_TIMEOUT_MS's default), not the refusal test's 300 ms: a loaded
+    # CI machine once took longer than that to get a healthy replica's answer to WAIT.
     stack = Stack(
         tmp_path, replicated_redis.primary_url, fake_slack.api_url, fake_llm.base_url,
-        REDIS_MIN_REPLICAS_ACK="1", REDIS_ACK_TIMEOUT_MS=str(ACK_TIMEOUT_MS),
+        REDIS_MIN_REPLICAS_ACK="1",
     ).start(workers=0)  # fmt: skip
     try:
         for n in range(5):
