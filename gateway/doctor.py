@@ -331,7 +331,7 @@ def check_forges(settings: Settings) -> Check | None:
             token = forge_token(settings, channel_repo)
             if token is None:
                 raise ForgeRefused(f"no token ({TOKEN_SETTINGS[forge]})")
-            with open_forge(settings, channel_repo, token) as api:
+            with open_forge(settings, forge, repo, token) as api:
                 api.check()
         except ForgeRefused as refused:
             problems.append(f"{forge} {repo}: {redact_text(str(refused))}")

@@ -63,5 +63,6 @@ def ci_state(key: SessionKey, repo: str, head: str) -> str | None:
         token = forge_token(settings, channel_repo)
     except ForgeRefused:
         return None
-    with open_forge(settings, channel_repo, token) as forge:
+    # The repository the pull request was opened on, even if the channel's entry changed since.
+    with open_forge(settings, channel_repo.forge, repo, token) as forge:
         return forge.ci_state(head)

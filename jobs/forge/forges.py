@@ -1,16 +1,19 @@
-"""The forge client for a channel's repository: GitHub's or GitLab's, at the API URL settings give."""
+"""The client of a forge's repository: GitHub's or GitLab's, at the API URL settings give."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from jobs.forge.api import Forge, ForgeToken
 from jobs.forge.github import GitHub
 from jobs.forge.gitlab import GitLab
-from jobs.settings import ChannelRepo, Settings
+from jobs.settings import Settings
 
 
-def open_forge(settings: Settings, channel_repo: ChannelRepo, token: ForgeToken | None) -> Forge:
-    assert channel_repo.repo is not None  # a forge names its repository (ChannelRepo)
+def open_forge(
+    settings: Settings, forge: Literal["github", "gitlab"], repo: str, token: ForgeToken | None
+) -> Forge:
     secret = token.secret if token else None
-    if channel_repo.forge == "gitlab":
-        return GitLab(settings.GITLAB_API_URL, secret, channel_repo.repo)
-    return GitHub(settings.GITHUB_API_URL, secret, channel_repo.repo)
+    if forge == "gitlab":
+        return GitLab(settings.GITLAB_API_URL, secret, repo)
+    return GitHub(settings.GITHUB_API_URL, secret, repo)

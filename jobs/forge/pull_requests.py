@@ -83,7 +83,7 @@ class ForgePullRequests:
             head = self._push(snapshot, target, title, body)
         assert channel_repo.repo is not None and channel_repo.forge is not None  # checked by _target
         try:
-            with open_forge(self.settings, channel_repo, target.token) as forge:
+            with open_forge(self.settings, channel_repo.forge, channel_repo.repo, target.token) as forge:
                 found = forge.open_pull_for(target.branch)
                 text = body + PULL_FOOTER
                 if found is None:
@@ -152,7 +152,7 @@ class ForgePullRequests:
         try:
             head = offer_new_base(self.workspace, self.mirror, target)
         except (BranchRefused, GitFailed) as failed:
-            why = failed.stderr if isinstance(failed, GitFailed) else str(failed)
+            why = str(failed)  # GitFailed's text is git's stderr
             log.warning("%s: fetching the new base failed: %s", self.store.key, why)
             return f"{said}, and its new head could not be fetched ({why[-300:]}). {TELL_THE_THREAD}"
         if head is None:
