@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from gateway.sandbox.stack import THREADLINE, Stack, free_port
-from jobs.keys import JANITOR_LOCK, RETENTION_LOCK, RETENTION_SCAN
+from jobs.keys import JANITOR_LOCK, PREFIX, RETENTION_LOCK, RETENTION_SCAN
 from tests.polling import wait_for
 from tests.rq_state import waiting
 from tests.slack_events import mention, sample_event
@@ -22,12 +22,17 @@ def test_url_verification_is_answered_with_the_challenge(stack: Stack):
 
 
 WORKERS_OWN = {JANITOR_LOCK, RETENTION_LOCK, RETENTION_SCAN}  # the worker's sweeps, whenever they run
+WORKER_STORAGE = f"{PREFIX}:storage:"  # each turn worker's, once it has started
+
+
+def _workers_own(key: bytes) -> bool:
+    return key.decode() in WORKERS_OWN or key.decode().startswith(WORKER_STORAGE)
 
 
 def session_state(redis) -> tuple[list[bytes], int]:
     """Everything a request could have written: session keys and queued jobs (not RQ's own
-    heartbeats, nor the locks of the worker's sweeps)."""
-    keys = [key for key in redis.keys("tl:*") if key.decode() not in WORKERS_OWN]
+    heartbeats, nor what the worker writes of itself: its sweeps' locks, the storage it sees)."""
+    keys = [key for key in redis.keys("tl:*") if not _workers_own(key)]
     return sorted(keys), waiting(redis)
 
 
