@@ -106,12 +106,13 @@ P = TypeVar("P", bound=BaseModel)
 
 
 class Tool(ABC, Generic[P]):
-    name: ClassVar[str]
-    description: ClassVar[str]
+    # Class attributes for a built-in tool; an MCP server's tools set them per instance.
+    name: str
+    description: str
     parameters: ClassVar[type[BaseModel]]
     # Tools that reach beyond the workspace files (shell, http_get) ask a person first, whatever
     # a deployment's APPROVAL_TOOLS says; see policy.AskForApproval.
-    requires_approval: ClassVar[bool] = False
+    requires_approval: bool = False
 
     def unavailable_reason(self) -> str | None:
         """A text for the model when the tool exists but cannot be used now, else None."""

@@ -4,7 +4,8 @@ Argument schemas and their compiled validators are built once per process (they 
 of milliseconds); a turn still needs its own instances of some tools (bound to its session:
 Skill, Agent, AgentSwarm), may hide some, and may wrap each one (the workspace write lock).
 `ToolOverlay` is a registry that does that while reusing the base registry's schemas and
-validators by name.
+validators by name. `added` brings tools that are not the process's own (an MCP server's, with
+the schemas and validators their own registry compiled when the server listed them).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class ToolOverlay(ToolRegistry):
         bound: Mapping[str, Tool[Any]] | None = None,
         hidden: Iterable[str] = (),
         wrap: ToolWrapper | None = None,
+        added: ToolRegistry | None = None,
+        missing: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__()
         bound = bound or {}
@@ -41,9 +44,22 @@ class ToolOverlay(ToolRegistry):
             tool = bound.get(name) or base.get(name)
             assert tool is not None
             self._tools[name] = wrap(tool) if wrap is not None else tool
+        self._missing = missing
+        self._added = added or ToolRegistry()
+        for tool in self._added:
+            if tool.name not in self._tools:
+                self._tools[tool.name] = wrap(tool) if wrap is not None else tool
+
+    def _owner(self, name: str) -> ToolRegistry:
+        return self._added if name in self._added.names and name not in self._base.names else self._base
+
+    def describe_missing(self, name: str) -> str:
+        """The base text, unless `missing` knows better (a tool of an MCP server that is down)."""
+        told = self._missing(name) if self._missing is not None else None
+        return told if told is not None else super().describe_missing(name)
 
     def validator(self, name: str) -> ArgumentValidator:
-        return self._base.validator(name)
+        return self._owner(name).validator(name)
 
     def schema(self, name: str) -> dict[str, Any]:
-        return self._base.schema(name)
+        return self._owner(name).schema(name)

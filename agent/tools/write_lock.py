@@ -39,10 +39,10 @@ class LockedTool(Tool[Any]):
         self.inner = inner
         self.lock = lock
         # Tools declare these per class; a wrapper takes them per instance from the tool it wraps.
-        self.name = inner.name  # type: ignore[misc]  # per-instance identity
-        self.description = inner.description  # type: ignore[misc]  # per-instance identity
+        self.name = inner.name
+        self.description = inner.description
         self.parameters = inner.parameters  # type: ignore[misc]  # per-instance identity
-        self.requires_approval = inner.requires_approval  # type: ignore[misc]  # per-instance identity
+        self.requires_approval = inner.requires_approval
 
     def unavailable_reason(self) -> str | None:
         return self.inner.unavailable_reason()

@@ -1,0 +1,1 @@
+"""Tools from MCP servers: the server entries, a connection per server, the tool adapter."""
