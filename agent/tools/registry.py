@@ -52,6 +52,24 @@ class ToolRegistry:
         self._schemas[tool.name] = chosen
         self._tools[tool.name] = tool
 
+    def include(self, other: ToolRegistry) -> None:
+        """Add `other`'s tools with the schemas and validators it already compiled."""
+        for tool in other:
+            if tool.name in self._tools:
+                raise ValueError(f"a tool named {tool.name!r} is already registered")
+            self._tools[tool.name] = tool
+            self._schemas[tool.name] = other.schema(tool.name)
+            self._validators[tool.name] = other.validator(tool.name)
+
+    def rebound(self, tools: Iterable[Tool[Any]]) -> ToolRegistry:
+        """This registry with other instances of its tools (same names, schemas and validators)."""
+        copy = ToolRegistry()
+        for tool in tools:
+            copy._tools[tool.name] = tool
+            copy._schemas[tool.name] = self.schema(tool.name)
+            copy._validators[tool.name] = self.validator(tool.name)
+        return copy
+
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 

@@ -26,7 +26,9 @@ from typing import Any, cast
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession, types
+from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
+from mcp.types import CONNECTION_CLOSED
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +98,22 @@ class McpConnection:
 
     async def session(self) -> ClientSession:
         """The open session, opening it first if needed (raises when the server cannot be reached)."""
-        if self._session is not None and not self._gone.is_set():
-            return self._session
         self._loop = asyncio.get_running_loop()
+        if self._session is not None and not self._closing.is_set():
+            return self._session
         if self._opening is None or self._opening.done():
-            self._opening = asyncio.get_running_loop().create_future()
+            await self._closed()
+        if self._opening is None or self._opening.done():
+            self._opening = self._loop.create_future()
             self._closing, self._gone = asyncio.Event(), asyncio.Event()
             self._holder = asyncio.ensure_future(self._hold(self._opening))
         return await asyncio.wait_for(asyncio.shield(self._opening), OPEN_TIMEOUT_S)
+
+    async def _closed(self) -> None:
+        """The previous session's task has ended (asked to, when it is still open)."""
+        if self._holder is not None and not self._holder.done():
+            self._closing.set()
+            await asyncio.wait({self._holder}, timeout=OPEN_TIMEOUT_S)
 
     async def list_tools(self) -> list[ListedTool]:
         session = await self.session()
@@ -141,7 +151,7 @@ class McpConnection:
                 {calling, watching}, timeout=timeout_s, return_when="FIRST_COMPLETED"
             )
             if calling in done:
-                return calling.result()
+                return self._answer(calling)
             if watching in done:
                 raise ServerGone(self.name)
             await self._cancel(session, sent, "timed out")
@@ -152,6 +162,15 @@ class McpConnection:
         finally:
             for task in (calling, watching):
                 task.cancel()
+
+    def _answer(self, calling: asyncio.Future[types.CallToolResult]) -> types.CallToolResult:
+        try:
+            return calling.result()
+        except McpError as error:
+            if error.error.code != CONNECTION_CLOSED:
+                raise
+        self._closing.set()  # the process exited, or the stream broke: the next use opens it again
+        raise ServerGone(self.name)
 
     async def close(self) -> None:
         self._closing.set()

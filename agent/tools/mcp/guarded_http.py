@@ -32,7 +32,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         try:
             hop = await checked_hop(str(request.url), self._policy, self._resolver, RESOLVE_TIMEOUT_S)
         except ToolError as error:
-            raise RefusedAddress(str(error).replace("http_get", "an MCP server"), request=request) from None
+            said = str(error).replace("http_get reaches only", "an MCP server is reached at")
+            raise RefusedAddress(said, request=request) from None
         address = hop.addresses[0]
         request.headers["Host"] = hop.request(address).headers["Host"]
         if hop.host != str(address):

@@ -63,6 +63,13 @@ class McpTool(Tool[McpArguments]):
         self._connection = connection
         self._vision = vision
 
+    def bound_to(self, connection: McpConnection) -> McpTool:
+        """The same tool, called through another connection (a turn's own run of a stdio server)."""
+        listed = ListedTool(self.remote_name, "", self.schema)
+        tool = McpTool(self.server, self._entry, listed, connection, vision=self._vision)
+        tool.description = self.description
+        return tool
+
     def accesses(self, args: McpArguments, context: ToolContext) -> Sequence[Access] | None:
         """A remote server's tool touches no workspace file; a local one runs in the workspace."""
         return () if self._entry.url is not None else None
