@@ -7,6 +7,7 @@ quotes; Slack's answer is reduced to its error code by the client (gateway/slack
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ from jobs.queues import SERIALIZER, TURNS_QUEUE
 from jobs.redis_connect import RedisTarget, connect
 from jobs.settings import Settings
 from jobs.storage import StorageSeen, storage_seen_by
+from jobs.turn.mcp import McpCatalog, McpServerState
 from jobs.turn.sandbox import shell_sandbox
 from jobs.turn.tools import tools_that_ask
 
@@ -342,6 +344,34 @@ def check_forges(settings: Settings) -> Check | None:
     return Check(True, "forges", f"the token reaches {', '.join(reached)}")
 
 
+MCP_FIX = 'start the server, or correct its MCP_SERVERS entry (an internal URL needs "internal": true)'
+
+
+def check_mcp(settings: Settings) -> Check | None:
+    """Whether each MCP server answers, and its tools; None: no server is configured."""
+    if not settings.MCP_SERVERS:
+        return None
+    catalog = McpCatalog.of(settings)
+    asyncio.run(_listed(catalog))
+    said = [_server_line(server) for server in catalog.servers.values()]
+    ok = all(server.registry is not None for server in catalog.servers.values())
+    return Check(ok, "mcp", "; ".join(said), MCP_FIX)
+
+
+async def _listed(catalog: McpCatalog) -> None:
+    try:
+        await catalog.refresh()
+    finally:
+        await catalog.close()
+
+
+def _server_line(server: McpServerState) -> str:
+    if server.registry is None:
+        return f"{server.name}: not answering ({redact_text(server.error)[:200]})"
+    names = [tool.name for tool in server.registry]
+    return f"{server.name}: {len(names)} tool(s) ({', '.join(names)})"
+
+
 CHECKS: tuple[Callable[[Settings], Check | None], ...] = (
     check_redis,
     check_persistence,
@@ -353,6 +383,7 @@ CHECKS: tuple[Callable[[Settings], Check | None], ...] = (
     check_sandbox,
     check_approvers,
     check_forges,
+    check_mcp,
 )
 
 

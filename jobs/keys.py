@@ -165,6 +165,12 @@ def unknown_result_notice_key(key: SessionKey, tool_call_id: str) -> str:
     return key.redis_key(f"unknown:{tool_call_id}")
 
 
+def mcp_down_notice_key(key: SessionKey, server: str) -> str:
+    """String: set once the thread was told an MCP server its model called is not answering
+    (jobs.turn.mcp)."""
+    return key.redis_key(f"mcp-down:{server}")
+
+
 RUNNING_SESSIONS: Final = f"{PREFIX}:running"
 """Set: sessions that hold (or held) a lease, which the janitor sweeps (jobs.session.lease)."""
 

@@ -26,6 +26,7 @@ from pydantic_settings import SettingsError as PydanticSettingsError
 
 from agent.redaction import MASK, redact_text, redact_url
 from agent.tools.builtin.http_policy import HttpGetPolicy
+from agent.tools.mcp.servers import McpServer, valid_server_name
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 # The conversation itself: LLM_EXTRA_BODY may add to a request, never replace what it says.
@@ -97,6 +98,12 @@ EXPECTED: dict[str, str] = {
     "HTTP_GET_ALLOW_HOSTS": (
         "comma-separated host names, IPs or CIDRs (each with an optional :port; IPv6 as [addr]:port)"
         " that http_get may reach although they are not public (empty: public addresses only)"
+    ),
+    "MCP_SERVERS": (
+        'a JSON object naming MCP servers: {"tracker": {"url": "https://…/mcp", "headers": {"Authorization":'
+        ' "$TRACKER_TOKEN"}}} or {"docs": {"command": ["docs-mcp"], "read_only": ["/opt/docs-mcp"]}};'
+        ' optional "channels", "approval" ("always", "never" or tool names), "tools" (allow-list),'
+        ' "transport": "sse", "internal": true, "timeout_seconds" (README, MCP servers)'
     ),
     # -- the OS sandbox of `shell` (agent/tools/sandbox) --
     "SHELL_SANDBOX": "on (every shell command runs in bubblewrap) or off (unsafe: commands run bare)",
@@ -284,6 +291,20 @@ class Settings(BaseSettings):
         HttpGetPolicy.from_allowlist(value)  # a ValueError names the entry
         return value
 
+    # Tools from MCP servers (agent/tools/mcp, jobs/turn/mcp.py), by server name.
+    MCP_SERVERS: dict[str, McpServer] = Field(default_factory=dict)
+
+    @field_validator("MCP_SERVERS")
+    @classmethod
+    def _mcp_servers_are_usable(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
+        for name, entry in value.items():
+            if not valid_server_name(name):
+                raise ValueError(f"the server name {name!r} is not 1-32 letters, digits or '-'")
+            missing = [variable for variable in entry.environment_names() if variable not in os.environ]
+            if missing:
+                raise ValueError(f"server {name!r}: its headers name {', '.join(missing)}, which is not set")
+        return value
+
     # -- the OS sandbox of `shell`; the defaults and why are in agent/tools/sandbox --
     SHELL_SANDBOX: Literal["on", "off"] = "on"
     SHELL_BWRAP: str = "bwrap"
@@ -464,10 +485,14 @@ class Settings(BaseSettings):
         except ValidationError as error:
             first = error.errors()[0]
             name = str(first["loc"][0]) if first["loc"] else "settings"
+            if name in FAULT_NAMED:
+                raise SettingsError(_fault_line(name, first["loc"][1:], first["msg"])) from None
             raise SettingsError(_invalid_line(name, first.get("input"))) from None
         except PydanticSettingsError as error:  # a complex value (JSON) that does not parse
             match = re.search(r'field "(\w+)"', str(error))
             name = match.group(1) if match else "settings"
+            if name in FAULT_NAMED:
+                raise SettingsError(_fault_line(name, (), "not a JSON object")) from None
             raise SettingsError(_invalid_line(name, os.environ.get(name))) from None
 
     def require(self, *names: str) -> Settings:
@@ -562,6 +587,16 @@ def _unknown_tools_line(name: str, value: str, unknown: list[str], known: Collec
         f"threadline: invalid setting {name}={value!r}: unknown tool{'s' if len(unknown) > 1 else ''} "
         f"{', '.join(unknown)} (names are case-sensitive); known tools: {', '.join(sorted(known))}"
     )
+
+
+# Settings whose one line names the fault and where it is, not the value: theirs is a JSON object
+# that may hold a secret in a place no redaction knows (an MCP server's literal header).
+FAULT_NAMED = frozenset({"MCP_SERVERS"})
+
+
+def _fault_line(name: str, where: tuple[int | str, ...], message: str) -> str:
+    place = f" at {'.'.join(str(part) for part in where)}" if where else ""
+    return f"threadline: invalid setting {name}{place}: {message.removeprefix('Value error, ')}"
 
 
 def _invalid_line(name: str, value: Any) -> str:

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -130,6 +131,7 @@ class TurnRunner:
         # A sub-agent has no thread of its own: only a root's steps stream.
         streaming = settings.SLACK_STREAMING and self.info is None and not store.key.is_subagent
         self.publisher = Publisher()  # the card's and the live steps', so they show in order
+        self._close_tools: Callable[[], Awaitable[None]] = _nothing_to_close  # the turn's stdio MCP servers
         self.live = LiveSteps(store, self.turn_id, publisher=self.publisher) if streaming else None
         self.started_at: float | None = None  # when the loop started (perf_counter), for metrics
 
@@ -155,6 +157,8 @@ class TurnRunner:
             raise
         except Exception as error:  # a bug must still end the turn in the thread, not leave it hanging
             outcome = await host().blocking(self._crashed, error)
+        finally:
+            await self._close_tools()
         return await host().blocking(self._finish, outcome, reporter)
 
     def _started(self) -> str | tuple[Loop, ParkedStep | None, CardReporter]:
@@ -265,6 +269,7 @@ class TurnRunner:
         self, folder: HistoryFold, workspace: Path, reporter: CardReporter, sink: RedisTurnSink
     ) -> Loop:
         tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
+        self._close_tools = tools.close
         registry = tools.registry
         # A sub-agent asks for approval under its parent's rules: the same policy, never less.
         policy = approval_policy(self.settings)
@@ -434,3 +439,7 @@ def _asks_for_a_turn(message: Message) -> bool:
     """A person's input, or a sub-agent's answer delivered to an idle session."""
     origin = message.origin
     return is_real_user_input(message) or (origin is not None and origin.kind == SUBAGENT_RESULT)
+
+
+async def _nothing_to_close() -> None:
+    return None

@@ -4,14 +4,15 @@ Schemas and validators are built once per process (`ToolSetup`); each turn binds
 its own: the Skill tool to the session's skill catalog and depth, Agent and AgentSwarm to
 the session's launcher and history, http_get to the internal hosts the settings open, shell to
 the sandbox of the session's channel, send_file to the session's outbox, open_pull_request to
-the channel's forge (jobs.forge), the workspace write
+the channel's forge (jobs.forge), the tools of the MCP servers that serve the channel
+(jobs.turn.mcp), the workspace write
 lock around every tool, and the profile of a sub-agent (its disabled tools, same policy and
 approval rules as its parent; no send_file).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -38,6 +39,7 @@ from jobs.forge.pull_requests import ForgePullRequests
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.attachments import OutboxFileSender
+from jobs.turn.mcp import TurnServers, down_text, listed_catalog
 from jobs.turn.mirrors import channel_mirror
 from jobs.turn.sandbox import shell_sandbox
 
@@ -93,6 +95,7 @@ class TurnTools:
     registry: ToolRegistry
     declarations: list[dict[str, Any]]
     system_prompt: str
+    close: Callable[[], Awaitable[None]]  # on the turns' loop, when the turn ends: its stdio MCP servers
 
 
 def load_catalog(settings: Settings, workspace: Path) -> SkillCatalog:
@@ -141,8 +144,15 @@ def turn_tools(
     if not binding.may_delegate:
         hidden.update(DELEGATION_TOOLS)
     lock = RedisWriteLock(store.redis, workspace)
+    mcp = listed_catalog(settings)
+    servers = TurnServers(settings, store.key.channel, workspace)
     registry = ToolOverlay(
-        process_registry(), bound=bound, hidden=hidden, wrap=lambda tool: LockedTool(tool, lock)
+        process_registry(),
+        bound=bound,
+        hidden=hidden,
+        wrap=lambda tool: LockedTool(tool, lock),
+        added=mcp.tools_for(store.key.channel, servers),
+        missing=lambda name: down_text(mcp, store, name),
     )
     prompt = system_prompt(registry.names)
     skills = listing_text(catalog.for_model())
@@ -150,4 +160,5 @@ def turn_tools(
         registry=registry,
         declarations=openai_tool_declarations(registry),
         system_prompt=f"{prompt}\n\n{skills}" if skills else prompt,
+        close=lambda: servers.close(mcp),
     )
