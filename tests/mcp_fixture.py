@@ -14,9 +14,9 @@ from tests.polling import wait_for
 
 
 class McpFixture:
-    def __init__(self, workdir: Path, *, require_header: str | None = None) -> None:
+    def __init__(self, workdir: Path, *, require_header: str | None = None, sse: bool = False) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.url = f"http://127.0.0.1:{self.port}/{'sse' if sse else 'mcp'}"
         self.journal = workdir / f"mcp-journal-{self.port}.jsonl"
         self.journal.touch()
         self.log = workdir / f"mcp-server-{self.port}.log"
@@ -31,6 +31,8 @@ class McpFixture:
         ]
         if require_header:
             command += ["--require-header", require_header]
+        if sse:
+            command.append("--sse")
         with self.log.open("w") as out:
             self.process = subprocess.Popen(command, cwd=SOURCE_ROOT, stdout=out, stderr=subprocess.STDOUT)
 

@@ -1,6 +1,6 @@
 """A local MCP server written with the official SDK, for the tests: `python -m tests.mcp_server`.
 
-    python -m tests.mcp_server --http PORT --journal FILE [--require-header NAME=VALUE]
+    python -m tests.mcp_server --http PORT [--sse] --journal FILE [--require-header NAME=VALUE]
     python -m tests.mcp_server --stdio --journal FILE
     /usr/bin/python3 tests/mcp_server.py --site VENV_SITE_PACKAGES --stdio --journal FILE   (sandboxed)
 
@@ -126,6 +126,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--http", type=int, help="serve streamable HTTP on 127.0.0.1:PORT at /mcp")
+    parser.add_argument(
+        "--sse", action="store_true", help="with --http: serve the older SSE transport at /sse"
+    )
     parser.add_argument("--stdio", action="store_true")
     parser.add_argument("--journal", type=Path, required=True)
     parser.add_argument("--require-header", help="NAME=VALUE every call must carry")
@@ -137,7 +140,7 @@ def main() -> None:
         server.run("stdio")
         return
     server.settings.port = options.http
-    server.run("streamable-http")
+    server.run("sse" if options.sse else "streamable-http")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from agent.testing import FakeLLM, calls, text
-from gateway.sandbox.stack import SOURCE_ROOT
+from gateway.sandbox.stack import SOURCE_ROOT, THREADLINE
 from jobs.session.store import SessionStore
 from tests.e2e.test_live_turns import card_with, click, start, state, tool_results
 from tests.listeners import ConnectionCounter
@@ -268,3 +268,53 @@ def test_an_image_reaches_the_model_only_when_it_reads_images(
     assert "a pixel" in request and "[resource link: pixel.md <file:///docs/pixel.md>]" in request
     assert ("data:image/png;base64," in request) is vision
     assert ("not shown, the model here does not read images" in request) is not vision
+
+
+def test_a_server_that_speaks_only_sse_and_is_opened_by_http_get_allow_hosts(
+    make_stack, fake_slack, fake_llm: FakeLLM, tmp_path: Path
+):
+    older = McpFixture(tmp_path, sse=True).start()
+    try:
+        entry = {"fixture": {"url": older.url, "transport": "sse", "approval": "never"}}
+        stack = make_stack(MCP_SERVERS=json.dumps(entry), HTTP_GET_ALLOW_HOSTS=f"127.0.0.1:{older.port}")
+        fake_llm.script(calls(("c1", "fixture__echo", {"text": "over sse"})), text("sse works"))
+        key = start(stack, fake_slack, "the old server")
+        answered(fake_slack, key, "sse works")
+        assert tool_results(fake_llm.accepted()[1])["c1"] == "echo: over sse"
+    finally:
+        older.stop()
+
+
+def test_a_call_past_its_timeout_is_told_to_stop_and_its_outcome_is_unknown(
+    make_stack, fake_slack, fake_llm: FakeLLM, server
+):
+    stack = make_stack(MCP_SERVERS=servers(server, approval="never", timeout_seconds=1))
+    fake_llm.script(calls(("c1", "fixture__hang", {})), text("it timed out"))
+    key = start(stack, fake_slack, "wait a second")
+    answered(fake_slack, key, "it timed out")
+    result = tool_results(fake_llm.accepted()[1])["c1"]
+    assert "fixture__hang did not answer within 1 seconds" in result and "do not assume" in result
+    wait_for(lambda: server.entries("cancelled"), what="the server to hear the cancellation")
+
+
+def test_a_worker_killed_during_a_call_leaves_an_unknown_result_notice_and_calls_nothing_again(
+    make_stack, fake_slack, fake_llm: FakeLLM, server
+):
+    stack = make_stack(
+        MCP_SERVERS=servers(server, approval="never"), LEASE_TTL_SECONDS="2", JANITOR_INTERVAL_SECONDS="0.5"
+    )
+    fake_llm.script(calls(("c1", "fixture__hang", {})))
+    key = start(stack, fake_slack, "hang, then crash")
+    wait_for(lambda: server.calls("hang"), what="the call on the server")
+    stack.kill("worker0")
+    stack.spawn("worker-after", [THREADLINE, "worker"])
+
+    notice = card_with(fake_slack, key, "Resume")
+    wait_for(
+        lambda: "unknown" in shown(card_with(fake_slack, key, "Inspect")), what="the unknown-result notice"
+    )
+    assert "`fixture__hang`" in shown(card_with(fake_slack, key, "Inspect"))
+    fake_llm.script(text("not sure it ran"))
+    assert click(stack, fake_slack, notice, "Resume").startswith("Resumed")
+    answered(fake_slack, key, "not sure it ran")
+    assert len(server.calls("hang")) == 1

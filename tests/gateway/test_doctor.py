@@ -8,9 +8,10 @@ from gateway.manifest import BOT_SCOPES
 from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import FakeSlack, Fault
-from gateway.sandbox.stack import BOT_TOKEN
+from gateway.sandbox.stack import BOT_TOKEN, free_port
 from jobs.settings import Settings
 from tests.conftest import FORGE_TOKEN
+from tests.mcp_fixture import McpFixture
 from tests.polling import wait_for
 from tests.sentinel_redis import SentinelRedis
 
@@ -239,3 +240,21 @@ def test_forges_line_says_which_repository_the_token_reaches_and_which_it_does_n
     settings = Settings.load(**base, CHANNEL_REPOS=both, GITHUB_TOKEN=FORGE_TOKEN, GITLAB_TOKEN=FORGE_TOKEN)
     run_doctor(settings, lines.append)
     assert named(lines, "forges") == "ok   forges     the token reaches github acme/app, gitlab acme/app"
+
+
+def test_mcp_line_lists_each_servers_tools_and_names_the_one_that_does_not_answer(tmp_path: Path):
+    server = McpFixture(tmp_path).start()
+    try:
+        down = f"http://127.0.0.1:{free_port()}/mcp"
+        servers = {"fixture": {"url": server.url, "internal": True}, "gone": {"url": down, "internal": True}}
+        lines: list[str] = []
+        run_doctor(Settings.load(AGENT_WORKDIR=tmp_path, MCP_SERVERS=servers), lines.append)
+    finally:
+        server.stop()
+    line = named(lines, "mcp")
+    assert line.startswith("FAIL mcp        fixture: 9 tool(s) (fixture__echo, fixture__add, ")
+    assert "; gone: not answering (" in line and "-- fix:" in line
+
+    lines.clear()
+    run_doctor(Settings.load(AGENT_WORKDIR=tmp_path), lines.append)
+    assert not [line for line in lines if line.split()[1] == "mcp"]  # no server configured
