@@ -24,7 +24,7 @@ import random
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,14 +145,15 @@ def one_run(
 
 
 def _wait_for_point(point: str, scenario: Scenario, store: SessionStore, rng: random.Random) -> None:
+    where = lambda: _whereabouts(store, scenario)  # noqa: E731 - said only when a wait times out
     if point == "model":
-        _wait(scenario.in_model.is_set, "a model call")
+        _wait(scenario.in_model.is_set, "a model call", said=where)
     elif point == "tool":
-        _wait(scenario.marker.exists, "the shell tool")
+        _wait(scenario.marker.exists, "the shell tool", said=where)
     elif point == "between":
-        _wait(lambda: _has_result(store, "c1"), "the first tool result")
+        _wait(lambda: _has_result(store, "c1"), "the first tool result", said=where)
     else:
-        _wait(lambda: any(n.kind == "answer" for _, n in store.notices()), "the answer notice")
+        _wait(lambda: any(n.kind == "answer" for _, n in store.notices()), "the answer notice", said=where)
     time.sleep(rng.uniform(0, 0.15))  # a random point inside that phase
 
 
@@ -201,12 +202,23 @@ def _check(point: str, state: str, store: SessionStore, slack: FakeSlack, key: S
     )
 
 
-def _wait(check, what: str, timeout: float = DEADLINE_S) -> None:
+def _wait(check, what: str, timeout: float = DEADLINE_S, said: Callable[[], str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
+            raise TimeoutError(f"timed out waiting for {what}" + (f" ({said()})" if said else ""))
         time.sleep(0.02)
+
+
+def _whereabouts(store: SessionStore, scenario: Scenario) -> str:
+    """Where the session stands, for a wait that timed out: its state, the model requests it made,
+    whether the shell ran, and the last records of its wire."""
+    meta = store.meta.read()
+    kinds = [r.get("event", {}).get("type") or r["type"] for r in store.read_wire()[-6:]]
+    return (
+        f"state {meta.state}, job {meta.job or '-'}, {scenario.requests} model request(s), "
+        f"shell ran: {scenario.marker.exists()}, wire ends {kinds}"
+    )
 
 
 def run_chaos(
