@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.redaction import redact_text
 from agent.tools.builtin.http_policy import HttpGetPolicy
 from agent.tools.mcp.connection import McpConnection
 from agent.tools.mcp.servers import McpServer
@@ -121,7 +122,8 @@ class McpCatalog:
         try:
             listed = await server.connection.list_tools()
         except Exception as error:  # down, refused, or not an MCP server: its tools are absent
-            server.registry, server.down_since, server.error = None, time.monotonic(), failure_text(error)
+            server.registry, server.down_since = None, time.monotonic()
+            server.error = redact_text(failure_text(error))
             log.warning("MCP server %s is not answering: %s", server.name, server.error)
             return
         finally:

@@ -75,14 +75,16 @@ def check_approval_settings(settings: Settings) -> Settings:
 
 def tools_that_ask(settings: Settings) -> list[str]:
     """The tools whose calls wait for a person's approval under these settings (open_pull_request
-    only where a channel's repository has a forge: elsewhere it is refused before anyone is asked)."""
+    only where a channel's repository has a forge: elsewhere it is refused before anyone is asked;
+    `<server>__*` for an MCP server some of whose tools ask)."""
     registry = process_registry()
     named, waived = settings.approval_tools, settings.approval_waived_tools
     usable = set(registry.names)
     if not any(repo.forge for repo in settings.CHANNEL_REPOS.values()):
         usable.discard("open_pull_request")
     declared = [name for name in usable if _declares_approval(registry, name) and name not in waived]
-    return sorted({*declared, *(named & usable)})
+    servers = [f"{name}__*" for name, entry in settings.MCP_SERVERS.items() if entry.approval != "never"]
+    return sorted({*declared, *(named & usable)}) + servers
 
 
 def _declares_approval(registry: ToolRegistry, name: str) -> bool:

@@ -63,6 +63,20 @@ def test_doctor_exits_non_zero_and_names_the_fix(
             },
             True,
         ),
+        (  # an MCP server's tools ask unless its entry says "never"
+            {
+                "APPROVAL_WAIVED_TOOLS": "shell,http_get",
+                "MCP_SERVERS": '{"t": {"url": "https://127.0.0.1:1/"}}',
+            },
+            True,
+        ),
+        (
+            {
+                "APPROVAL_WAIVED_TOOLS": "shell,http_get",
+                "MCP_SERVERS": '{"t": {"url": "https://127.0.0.1:1/", "approval": "never"}}',
+            },
+            False,
+        ),
     ],
 )
 def test_doctor_fails_when_calls_ask_for_approval_nobody_may_give(
