@@ -20,6 +20,7 @@ import base64
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def build(journal: Path, required: tuple[str, str] | None) -> FastMCP:
 
     def note(**entry: Any) -> None:
         with journal.open("a") as out:
-            out.write(json.dumps(entry) + "\n")
+            out.write(json.dumps({**entry, "at": time.time()}) + "\n")
 
     def check(ctx: Context) -> None:
         request = ctx.request_context.request

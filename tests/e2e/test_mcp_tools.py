@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import sysconfig
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,9 +112,11 @@ def test_the_stop_button_stops_the_turn_and_cancels_the_call_on_the_server(
     card = card_with(fake_slack, key, "Stop")
     wait_for(lambda: server.calls("hang"), what="the call on the server")
 
+    clicked = time.time()
     assert click(stack, fake_slack, card, "Stop").startswith("Stopping the running turn")
     wait_for(lambda: state(redis, key) == "cancelled", what="the turn to stop")
-    wait_for(lambda: server.entries("cancelled"), what="the server to hear the cancellation")
+    heard = wait_for(lambda: server.entries("cancelled"), what="the server to hear the cancellation")
+    print(f"the server heard the cancel {heard[0]['at'] - clicked:.3f} s after the Stop click")
     assert len(fake_llm.requests) == 1
 
 
