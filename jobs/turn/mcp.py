@@ -64,6 +64,7 @@ class McpServerState:
     registry: ToolRegistry | None = None  # None: not listed yet, or down
     down_since: float | None = None
     error: str = ""
+    listing: asyncio.Task[None] | None = None  # the one listing of it under way
 
 
 @dataclass
@@ -84,9 +85,21 @@ class McpCatalog:
         return cls(servers, settings.LLM_VISION)
 
     async def refresh(self) -> None:
-        """List the tools of every server not listed yet, changed since, or due for a retry."""
-        due = [server for server in self.servers.values() if self._due(server)]
-        await asyncio.gather(*(self._list(server) for server in due))
+        """List the tools of every server not tried yet or whose tools changed, which a turn's start
+        waits for; a server that was down is tried again in the background, for later turns, so a
+        server that hangs holds up no turn after the first."""
+        waited = []
+        for server in self.servers.values():
+            if self._due(server):
+                listing = self._listing(server)
+                if server.down_since is None:
+                    waited.append(listing)
+        await asyncio.gather(*waited)
+
+    def _listing(self, server: McpServerState) -> asyncio.Task[None]:
+        if server.listing is None or server.listing.done():
+            server.listing = asyncio.ensure_future(self._list(server))
+        return server.listing
 
     def tools_for(self, channel: str | None, turn: TurnServers) -> ToolRegistry:
         """The listed tools of the servers that serve `channel`; a stdio server's bound to `turn`'s
