@@ -184,6 +184,9 @@ class McpConnection:
             await asyncio.sleep(PING_EVERY_S)
             try:
                 await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
+            except McpError as error:  # an answer, even an error, is a server that is there
+                if error.error.code == CONNECTION_CLOSED:
+                    break
             except Exception:
                 break
         log.warning("MCP server %s stopped answering", self.name)
