@@ -20,6 +20,7 @@ import concurrent.futures
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class McpServerState:
     down_since: float | None = None
     error: str = ""
     listing: asyncio.Task[None] | None = None  # the one listing of it under way
+    scratch: Scratch | None = None  # a stdio server's: where it runs to be listed
 
 
 @dataclass
@@ -79,9 +81,11 @@ class McpCatalog:
         for name, entry in settings.MCP_SERVERS.items():
             if entry.url is not None:
                 opener = http_opener(entry, resolved_headers(entry, os.environ), policy)
+                scratch = None
             else:
-                opener = stdio_opener(name, entry, shell_sandbox(settings), scratch_directory(settings, name))
-            servers[name] = McpServerState(name, entry, McpConnection(name, opener))
+                scratch = Scratch.of(settings, name)
+                opener = stdio_opener(name, entry, shell_sandbox(settings), scratch.path)
+            servers[name] = McpServerState(name, entry, McpConnection(name, opener), scratch=scratch)
         return cls(servers, settings.LLM_VISION)
 
     async def refresh(self) -> None:
@@ -132,6 +136,8 @@ class McpCatalog:
         return server.connection.tools_changed
 
     async def _list(self, server: McpServerState) -> None:
+        if server.scratch is not None:
+            server.scratch.make()
         try:
             listed = await server.connection.list_tools()
         except Exception as error:  # down, refused, or not an MCP server: its tools are absent
@@ -140,8 +146,9 @@ class McpCatalog:
             log.warning("MCP server %s is not answering: %s", server.name, server.error)
             return
         finally:
-            if server.entry.command is not None:  # listed from its scratch run: turns start their own
+            if server.scratch is not None:  # listed from its scratch run: turns start their own
                 await server.connection.close()
+                server.scratch.remove()
         registry = ToolRegistry()
         for tool in mcp_tools(server.name, server.entry, listed, server.connection, vision=self.vision):
             try:
@@ -178,14 +185,26 @@ class TurnServers:
         await asyncio.gather(*(connection.close() for connection in self._connections.values()))
 
 
-def scratch_directory(settings: Settings, server: str) -> Path:
-    """An empty directory a stdio server lists its tools in, owned as a session's workspace is."""
-    path = (settings.AGENT_WORKDIR / ".threadline-mcp" / f"{os.getpid()}-{server}").resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    owner = sandbox_user(shell_sandbox(settings))
-    if owner is not None:
-        hand_over(path, owner)
-    return path
+@dataclass(frozen=True)
+class Scratch:
+    """The empty directory a stdio server is listed in: made for each listing, owned as a session's
+    workspace is, and removed after it."""
+
+    path: Path
+    owner: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, settings: Settings, server: str) -> Scratch:
+        path = (settings.AGENT_WORKDIR / ".threadline-mcp" / f"{os.getpid()}-{server}").resolve()
+        return cls(path, sandbox_user(shell_sandbox(settings)))
+
+    def make(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        if self.owner is not None:
+            hand_over(self.path, self.owner)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 _catalogs: dict[str, McpCatalog] = {}

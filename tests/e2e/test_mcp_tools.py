@@ -255,6 +255,7 @@ def test_a_stdio_server_runs_in_the_sessions_sandbox_and_stops_with_the_turn(
     assert '"tool": "echo", "text": "from the sandbox"' in written
     wait_for(lambda: state(redis, key) == "idle", what="the turn's end")
     wait_for(lambda: not running_with(journal), what="the turn's server to stop")
+    assert not list((tmp_path / "workspaces" / ".threadline-mcp").iterdir())  # the listing run's, removed
 
 
 @pytest.mark.parametrize("vision", [True, False])
