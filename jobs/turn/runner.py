@@ -98,7 +98,7 @@ async def run_turn(session_key: str) -> str:
             log.error("turn of %s stopped: its lease was lost to another worker", key)
             return "lease lost"
         moved = await turns.blocking(lease.hand_back)
-    await turns.blocking(_after_turn, store, moved, outcome)
+    await turns.blocking(after_turn, store, moved, outcome)
     return outcome
 
 
@@ -107,15 +107,25 @@ def _lease_turn(store: SessionStore) -> Lease | None:
     return Lease.acquire_or_ask(store, owner="turn", ttl_ms=int(runtime.settings().LEASE_TTL_SECONDS * 1000))
 
 
-def _after_turn(store: SessionStore, moved: bool, outcome: str) -> None:
+def after_turn(store: SessionStore, moved: bool, outcome: str) -> None:
+    """What a turn's job does once it has given the session back: queue the turn that is wanted."""
     if (
         (moved and state_of(store) not in PARKED_STATES)
-        # The last answer came while this job still held the session: its continuation
-        # could not start then, so it is enqueued now.
+        # The last decision or answer came while this job still held the session: its
+        # continuation could not start then, so it is enqueued now. (An approval card is in the
+        # thread before the turn that parked has ended; that end wrote `awaiting_approval` over
+        # the `queued` of the click.)
+        or (moved and outcome == "awaiting_approval" and _decided(store))
         or (outcome == "awaiting_agents" and StepWaits(store).ready())
         or outcome == HANDED_BACK  # the worker is stopping: another one goes on with the turn
     ):
         schedule_turn(store.redis, store.key, turn_timeout_s=runtime.settings().TURN_TIMEOUT_SECONDS)
+
+
+def _decided(store: SessionStore) -> bool:
+    """Whether the calls the session is parked on have all been decided."""
+    approvals = ApprovalStore(store)
+    return bool(approvals.requests()) and not approvals.pending()
 
 
 class TurnRunner:

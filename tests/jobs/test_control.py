@@ -6,17 +6,19 @@ from redis.exceptions import ResponseError
 from rq import Queue
 
 from agent.wire import AppendLoopEvent, StepBegin, ToolCallEvent
-from jobs.control import cancel, resume, status, submit_input
+from jobs.control import cancel, decide_approval, resume, status, submit_input
 from jobs.delegation.children import start
 from jobs.janitor import CANCEL_BACKSTOP_S, CANCEL_RESEND_S, mark_interrupted, sweep
 from jobs.keys import CANCELS_CHANNEL, RUNNING_SESSIONS, SessionKey, turn_queued_key, working_sessions_key
 from jobs.log_context import RECORD_ATTRIBUTE, ContextFilter
-from jobs.queues import TURNS_QUEUE, queue
+from jobs.queues import TURNS_QUEUE, clear_turn_flag, queue
 from jobs.quotas import Quota
+from jobs.session.approvals import Approval, ApprovalStore
 from jobs.session.lease import Lease
 from jobs.session.state import latest_session, set_state
 from jobs.session.store import SessionStore, now_ms
 from jobs.session.user_input import UserInput
+from jobs.turn.runner import after_turn
 
 KEY = SessionKey(team="T1", channel="C1", thread_ts="1700000000.000500")
 
@@ -263,3 +265,31 @@ def test_a_sub_agent_taken_at_once_stays_running(redis, taken_at_once):
     start(store, turn_timeout_s=60)
 
     assert store.meta.read().state == "running"
+
+
+def test_a_decision_that_lands_while_the_parking_turn_still_holds_the_session_is_not_lost(redis):
+    """The approval card is in the thread before the turn that parked has written its state and
+    given the session back. A click then queues the continuation, whose job finds the session
+    leased and leaves word; the parking turn then writes `awaiting_approval` over `queued`. When it
+    gives the session back, the decided step must still go on, or the thread waits forever."""
+    store = SessionStore(redis, KEY)
+    approvals = ApprovalStore(store)
+    parking = Lease.acquire(store, owner="turn")  # the turn that parks, still ending
+    set_state(store, "running")
+    store.meta.park_step("s1")
+    approvals.park(
+        [Approval(approval_id="a1", tool_call_id="c1", tool_name="shell", summary="ls", step_uuid="s1")]
+    )
+
+    assert decide_approval(redis, KEY, "a1", "approved", by="U1", turn_timeout_s=60).ok
+    [continuation] = queue(redis, TURNS_QUEUE).jobs
+    continuation.delete()  # taken by a worker, which does what run_turn does first, and returns "busy"
+    clear_turn_flag(redis, KEY)
+    assert Lease.acquire_or_ask(store, owner="turn") is None
+
+    set_state(store, "awaiting_approval")  # the parking turn's own end, after the click
+    moved = parking.hand_back()
+    after_turn(store, moved, "awaiting_approval")
+
+    [again] = queue(redis, TURNS_QUEUE).jobs
+    assert again.func_name == "jobs.turn.runner.run_turn" and list(again.args) == [str(KEY)]
