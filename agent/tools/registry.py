@@ -57,18 +57,19 @@ class ToolRegistry:
         for tool in other:
             if tool.name in self._tools:
                 raise ValueError(f"a tool named {tool.name!r} is already registered")
-            self._tools[tool.name] = tool
-            self._schemas[tool.name] = other.schema(tool.name)
-            self._validators[tool.name] = other.validator(tool.name)
+            self._adopt(tool, other)
 
     def rebound(self, tools: Iterable[Tool[Any]]) -> ToolRegistry:
         """This registry with other instances of its tools (same names, schemas and validators)."""
         copy = ToolRegistry()
         for tool in tools:
-            copy._tools[tool.name] = tool
-            copy._schemas[tool.name] = self.schema(tool.name)
-            copy._validators[tool.name] = self.validator(tool.name)
+            copy._adopt(tool, self)
         return copy
+
+    def _adopt(self, tool: Tool[Any], compiled: ToolRegistry) -> None:
+        self._tools[tool.name] = tool
+        self._schemas[tool.name] = compiled.schema(tool.name)
+        self._validators[tool.name] = compiled.validator(tool.name)
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)

@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from jobs.session.notices import InfoNotice
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
 from jobs.turn.host import host
+from jobs.turn.publisher import Publisher
 from jobs.turn.sandbox import shell_sandbox
 from jobs.turn.workspace import hand_over
 
@@ -50,7 +51,7 @@ LIST_WAIT_S = 20.0  # how long a turn's start waits for the servers to list thei
 DOWN_NOTICE_TTL_S = 24 * 3600  # a thread is told again the next day, if the server is still down
 
 
-def resolved_headers(entry: McpServer, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def resolved_headers(entry: McpServer, environ: Mapping[str, str]) -> dict[str, str]:
     """The entry's headers with each `$NAME` value read from the environment."""
     return {
         name: environ[value[1:]] if value.startswith("$") else value for name, value in entry.headers.items()
@@ -238,12 +239,12 @@ def listed_catalog(settings: Settings) -> McpCatalog:
     return catalog
 
 
-def down_text(catalog: McpCatalog, store: SessionStore, tool_name: str) -> str | None:
+def down_text(catalog: McpCatalog, store: SessionStore, publisher: Publisher, tool_name: str) -> str | None:
     """For a call of a tool whose server is down: the model's text, and the thread told once."""
     server = catalog.down(tool_name, store.key.channel)
     if server is None:
         return None
-    _off_the_loop(lambda: _tell_thread_once(store, server.name))
+    publisher.later(lambda: _tell_thread_once(store, server.name))
     return (
         f'The MCP server "{server.name}" is not answering, so its tools ({tool_name} among them) are '
         "unavailable for now. Go on without them, or tell the user."
@@ -254,10 +255,3 @@ def _tell_thread_once(store: SessionStore, server: str) -> None:
     if store.redis.set(mcp_down_notice_key(store.key, server), "1", nx=True, ex=DOWN_NOTICE_TTL_S):
         text = f"The MCP server *{server}* is not answering: its tools are unavailable."
         store.post_notice(InfoNotice(text=text))
-
-
-def _off_the_loop(work: Callable[[], None]) -> None:
-    try:
-        asyncio.get_running_loop().run_in_executor(None, work)
-    except RuntimeError:  # no loop here: a lane thread may wait on Redis
-        work()

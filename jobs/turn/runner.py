@@ -278,7 +278,9 @@ class TurnRunner:
     def _loop(
         self, folder: HistoryFold, workspace: Path, reporter: CardReporter, sink: RedisTurnSink
     ) -> Loop:
-        tools = turn_tools(self.store, self.settings, workspace, self.info, lambda: folder.history)
+        tools = turn_tools(
+            self.store, self.settings, workspace, self.info, lambda: folder.history, self.publisher
+        )
         self._close_tools = tools.close
         registry = tools.registry
         # A sub-agent asks for approval under its parent's rules: the same policy, never less.

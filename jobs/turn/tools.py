@@ -41,6 +41,7 @@ from jobs.settings import Settings
 from jobs.turn.attachments import OutboxFileSender
 from jobs.turn.mcp import TurnServers, down_text, listed_catalog
 from jobs.turn.mirrors import channel_mirror
+from jobs.turn.publisher import Publisher
 from jobs.turn.sandbox import shell_sandbox
 
 DELEGATION_TOOLS = ("Agent", "AgentSwarm")
@@ -110,7 +111,9 @@ def turn_tools(
     workspace: Path,
     info: ChildInfo | None,
     history: Callable[[], list[Message]],
+    publisher: Publisher | None = None,
 ) -> TurnTools:
+    """`publisher`: the turn's, which tells the thread what it must know off the loop."""
     depth = info.depth if info is not None else 0
     profile = profile_named(info.profile if info is not None else None) or profile_named(DEFAULT_PROFILE)
     assert profile is not None
@@ -148,13 +151,14 @@ def turn_tools(
     lock = RedisWriteLock(store.redis, workspace)
     mcp = listed_catalog(settings)
     servers = TurnServers(settings, store.key.channel, workspace)
+    told = publisher or Publisher()
     registry = ToolOverlay(
         process_registry(),
         bound=bound,
         hidden=hidden,
         wrap=lambda tool: LockedTool(tool, lock),
         added=mcp.tools_for(store.key.channel, servers),
-        missing=lambda name: down_text(mcp, store, name),
+        missing=lambda name: down_text(mcp, store, told, name),
     )
     prompt = system_prompt(registry.names)
     skills = listing_text(catalog.for_model())

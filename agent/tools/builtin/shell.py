@@ -120,16 +120,20 @@ class Running:
         return True
 
 
-async def spawn(started: Launch) -> Running:
+async def spawn(
+    started: Launch, stdin: int = asyncio.subprocess.DEVNULL, limit: int = READ_CHUNK_BYTES
+) -> Running:
+    """`started`, in a process group of its own; `stdin` a pipe for a process spoken to (an MCP
+    server), `limit` the longest line its stdout's reader reads."""
     loop = asyncio.get_running_loop()
-    protocol = _ExitAwareProtocol(limit=READ_CHUNK_BYTES, loop=loop)
+    protocol = _ExitAwareProtocol(limit=limit, loop=loop)
     uid, gid = started.user if started.user is not None else (None, None)
     transport, _ = await loop.subprocess_exec(
         lambda: protocol,
         *started.argv,
         cwd=started.cwd,
         env=started.environment,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, so killpg reaches everything it starts
@@ -144,13 +148,15 @@ async def spawn(started: Launch) -> Running:
 _stopping: set[asyncio.Task[None]] = set()  # stops outliving the call they were for
 
 
-async def spawn_stoppable(started: Launch) -> Running:
+async def spawn_stoppable(
+    started: Launch, stdin: int = asyncio.subprocess.DEVNULL, limit: int = READ_CHUNK_BYTES
+) -> Running:
     """`spawn`, whose command is stopped even when the call is cancelled before it returns.
 
     The command runs from the moment it is spawned, while asyncio is still connecting its pipes;
     a cancel then would close the transport, which kills only the direct child and waits for
     the pipes, which a background child holds for as long as it lives."""
-    spawning = asyncio.ensure_future(spawn(started))
+    spawning = asyncio.ensure_future(spawn(started, stdin, limit))
     try:
         return await asyncio.shield(spawning)
     except asyncio.CancelledError:

@@ -22,7 +22,7 @@ import anyio
 from mcp import types
 from mcp.shared.message import SessionMessage
 
-from agent.tools.builtin.shell import Running, stop_group
+from agent.tools.builtin.shell import Running, spawn_stoppable, stop_group
 from agent.tools.mcp.connection import Opener, Streams
 from agent.tools.mcp.servers import McpServer
 from agent.tools.sandbox import SandboxConfig, launch
@@ -40,9 +40,8 @@ def stdio_opener(name: str, entry: McpServer, sandbox: SandboxConfig, workspace:
 
     @contextlib.asynccontextmanager
     async def opened() -> AsyncIterator[Streams]:
-        process, sandboxed = await _spawn(contained, command, workspace)
-        running = Running(process, asyncio.Event(), sandboxed)
-        watcher = asyncio.ensure_future(_note_exit(process, running.exited))
+        started = launch(contained, command, workspace, {})
+        running = await spawn_stoppable(started, stdin=asyncio.subprocess.PIPE, limit=MAX_LINE_BYTES)
         to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write, from_session = anyio.create_memory_object_stream[SessionMessage](16)
         pumps = [
@@ -56,35 +55,8 @@ def stdio_opener(name: str, entry: McpServer, sandbox: SandboxConfig, workspace:
             for pump in pumps:
                 pump.cancel()
             await asyncio.shield(stop_group(running))
-            await watcher
 
     return opened
-
-
-async def _spawn(
-    sandbox: SandboxConfig, command: str, workspace: Path
-) -> tuple[asyncio.subprocess.Process, bool]:
-    started = launch(sandbox, command, workspace, {})
-    uid, gid = started.user if started.user is not None else (None, None)
-    process = await asyncio.create_subprocess_exec(
-        *started.argv,
-        cwd=started.cwd,
-        env=started.environment,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        user=uid,
-        group=gid,
-        extra_groups=[] if started.user is not None else None,
-        limit=MAX_LINE_BYTES,
-    )
-    return process, started.sandboxed
-
-
-async def _note_exit(process: asyncio.subprocess.Process, exited: asyncio.Event) -> None:
-    await process.wait()
-    exited.set()
 
 
 async def _read(

@@ -59,16 +59,14 @@ class McpTool(Tool[McpArguments]):
         self.server = server
         self.remote_name = listed.name
         self.schema = listed.schema
+        self._listed = listed
         self._entry = entry
         self._connection = connection
         self._vision = vision
 
     def bound_to(self, connection: McpConnection) -> McpTool:
         """The same tool, called through another connection (a turn's own run of a stdio server)."""
-        listed = ListedTool(self.remote_name, "", self.schema)
-        tool = McpTool(self.server, self._entry, listed, connection, vision=self._vision)
-        tool.description = self.description
-        return tool
+        return McpTool(self.server, self._entry, self._listed, connection, vision=self._vision)
 
     def accesses(self, args: McpArguments, context: ToolContext) -> Sequence[Access] | None:
         """A remote server's tool touches no workspace file; a local one runs in the workspace."""

@@ -357,9 +357,8 @@ def test_a_gitlab_project_gets_one_merge_request_that_later_pushes_update(tmp_pa
     assert {c.method for c in api} == {"GET", "POST", "PUT"}
     assert all(forge.token_of(c.headers) == FORGE_TOKEN for c in api)
     pushes = [c for c in forge.calls() if c.method == "POST" and c.path.endswith("git-receive-pack")]
-    assert len(pushes) == 2 and {basic_user(c) for c in pushes} == {
-        "oauth2"
-    }  # what GitLab's OAuth tokens need
+    # oauth2: the user name GitLab's OAuth tokens need
+    assert len(pushes) == 2 and {basic_user(c) for c in pushes} == {"oauth2"}
     assert all(forge.token_of(c.headers) == FORGE_TOKEN for c in pushes)
 
 
