@@ -1,11 +1,17 @@
 """One pool of HTTP connections to the model provider per worker process, reused across steps.
 
 An `httpx.AsyncClient` belongs to the event loop its connections were opened on, so the pool
-keeps a client per endpoint (base URL, key, timeouts) for the loop the caller names as long-lived
+keeps clients per endpoint (base URL, key, timeouts) for the loop the caller names as long-lived
 (a worker's turn loop, jobs/turn/host.py) and hands out a one-off client, closed after the
 call, anywhere else
 (`asyncio.run` in a command or a test: its loop dies with the call). A client made before a fork
 belongs to the parent: a child process starts its own.
+
+On the long-lived loop a client carries at most `CALLS_PER_CLIENT` calls at once; a call goes to
+the least busy client, and a new one is opened when each carries that many. httpcore walks
+every connection of a client's pool on each request and each response's end, with two system
+calls per idle connection: one client for 200 turns made that walk most of the turn loop's work
+(docs/turn-worker.md). A quiet worker still uses one client, so its steps share one connection.
 """
 
 from __future__ import annotations
@@ -21,13 +27,12 @@ import httpx
 # a step's tools often run longer than httpx's default 5 s, so connections would be lost between
 # steps. 30 s stays under every idle timeout we know, so we close before the server does.
 KEEPALIVE_EXPIRY_S = 30.0
-# Enough idle connections for a turn worker's concurrent turns (TURN_CONCURRENCY, default 8).
-MAX_KEEPALIVE = 32
+CALLS_PER_CLIENT = 4  # a client's pool stays this small (idle ones included), and its walk this short
 
 ClientFactory = Callable[[httpx.Limits], httpx.AsyncClient]
 LoopFinder = Callable[[], "asyncio.AbstractEventLoop | None"]
 
-POOL_LIMITS = httpx.Limits(max_keepalive_connections=MAX_KEEPALIVE, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+POOL_LIMITS = httpx.Limits(max_keepalive_connections=CALLS_PER_CLIENT, keepalive_expiry=KEEPALIVE_EXPIRY_S)
 
 
 class ConnectionPool:
@@ -35,7 +40,7 @@ class ConnectionPool:
 
     def __init__(self, long_lived_loop: LoopFinder = lambda: None) -> None:
         self._long_lived_loop = long_lived_loop
-        self._clients: dict[Hashable, httpx.AsyncClient] = {}
+        self._clients: dict[Hashable, list[_Shared]] = {}
         self._owner: tuple[int, asyncio.AbstractEventLoop] | None = None
 
     @asynccontextmanager
@@ -46,24 +51,38 @@ class ConnectionPool:
             async with make(POOL_LIMITS) as one_off:
                 yield one_off
             return
-        yield self._shared(loop, endpoint, make)
+        shared = self._least_busy(loop, endpoint, make)
+        shared.calls += 1
+        try:
+            yield shared.client
+        finally:
+            shared.calls -= 1
 
-    def _shared(
+    def _least_busy(
         self, loop: asyncio.AbstractEventLoop, endpoint: Hashable, make: ClientFactory
-    ) -> httpx.AsyncClient:
+    ) -> _Shared:
         owner = (os.getpid(), loop)
         if self._owner != owner:
             self._clients = {}  # another process's or loop's clients are left alone, never used
             self._owner = owner
-        client = self._clients.get(endpoint)
-        if client is None:
-            client = self._clients[endpoint] = make(POOL_LIMITS)
-        return client
+        clients = self._clients.setdefault(endpoint, [])
+        least = min(clients, key=lambda shared: shared.calls, default=None)
+        if least is None or least.calls >= CALLS_PER_CLIENT:
+            least = _Shared(make(POOL_LIMITS))
+            clients.append(least)
+        return least
 
     async def aclose(self) -> None:
         """Close the shared clients; the next call opens new ones. A stopping worker process
         need not: its exit closes the same sockets the same way (HTTP/1.1, and httpcore sends
         no TLS close_notify), with no await on the turn loop in its drain."""
         clients, self._clients, self._owner = self._clients, {}, None
-        for client in clients.values():
-            await client.aclose()
+        for shared in clients.values():
+            for each in shared:
+                await each.client.aclose()
+
+
+class _Shared:
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.calls = 0  # in flight now

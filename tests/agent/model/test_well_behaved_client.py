@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 
+import httpx
 import pytest
 
 from agent.messages import Message, TextPart, ThinkPart, ToolCall, tool_message, user_message
 from agent.model.base import ModelRequest, Usage
-from agent.model.connections import ConnectionPool
+from agent.model.connections import CALLS_PER_CLIENT, ConnectionPool
 from agent.model.errors import ModelHTTPError
 from agent.model.openai import OpenAICompatibleModel
 from agent.testing import FakeLLM, Reply, calls, text
@@ -157,3 +159,37 @@ def test_the_extra_body_is_merged_into_every_request(fake_llm: FakeLLM):
     assert capped["max_completion_tokens"] == 500 and "max_tokens" not in capped  # the stricter cap
     assert plain["max_completion_tokens"] == 4000
     assert plain["stream_options"] == {"include_usage": True}
+
+
+def test_a_busy_loop_spreads_its_calls_so_no_client_carries_more_than_its_share():
+    loop = asyncio.new_event_loop()
+    pool = ConnectionPool(long_lived_loop=lambda: loop)
+    made: list[httpx.AsyncClient] = []
+
+    def make(limits: httpx.Limits) -> httpx.AsyncClient:
+        made.append(httpx.AsyncClient(limits=limits))
+        return made[-1]
+
+    async def calls_at_once(count: int) -> list[int]:
+        release, held = asyncio.Event(), []
+
+        async def call() -> None:
+            async with pool.client("endpoint", make) as client:
+                held.append(made.index(client))
+                await release.wait()
+
+        tasks = [asyncio.create_task(call()) for _ in range(count)]
+        while len(held) < count:
+            await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(*tasks)
+        return held
+
+    try:
+        held = loop.run_until_complete(calls_at_once(2 * CALLS_PER_CLIENT + 1))
+        assert sorted(Counter(held).values()) == [1, CALLS_PER_CLIENT, CALLS_PER_CLIENT]
+        assert loop.run_until_complete(calls_at_once(1)) == [0]  # a quiet moment: the first again
+        assert len(made) == 3
+    finally:
+        loop.run_until_complete(pool.aclose())
+        loop.close()
