@@ -29,7 +29,7 @@ from jobs.forge.forges import open_forge
 from jobs.forge.git import GitFailed
 from jobs.forge.record import PullRequestRecord, read_record, save_record, show_card
 from jobs.forge.tokens import forge_token
-from jobs.session.notices import PullRequestNotice
+from jobs.session.notices import PullRequestNotice, forge_noun
 from jobs.session.store import SessionStore
 from jobs.settings import ChannelRepo, Settings
 
@@ -68,7 +68,10 @@ class ForgePullRequests:
         channel_repo, target = self._target(branch, record)
         snapshot = self._snapshot(channel_repo, target)
         self._refuse_if_unchanged(snapshot, record)
-        what = f"updates pull request #{record.card.number}" if record else "opens a pull request"
+        if record:
+            what = f"updates {record.card.noun} {record.card.reference}"
+        else:
+            what = f"opens a {forge_noun(channel_repo.forge)}"
         where = f"`{target.branch}` to {channel_repo.repo}, base `{channel_repo.base}`"
         merge = f", merging {channel_repo.base}'s new head {snapshot.merged[:12]}" if snapshot.merged else ""
         return f"Pushes {where}{merge}; {what}.\n{snapshot.stat}"
@@ -167,8 +170,8 @@ class ForgePullRequests:
             return  # a branch pushed before a crash, its pull request not opened yet: open it now
         if record is not None:
             raise ToolError(
-                f"nothing changed since the last push to {record.card.branch}; pull request "
-                f"#{record.card.number} is up to date: {record.card.url}"
+                f"nothing changed since the last push to {record.card.branch}; {record.card.noun} "
+                f"{record.card.reference} is up to date: {record.card.url}"
             )
         raise ToolError("nothing in the workspace changed since it was cloned; there is nothing to propose")
 

@@ -161,12 +161,17 @@ class PullRequestNotice(_Notice):
 
     @property
     def noun(self) -> str:
-        return "merge request" if self.forge == "gitlab" else "pull request"
+        return forge_noun(self.forge)
 
     @property
     def reference(self) -> str:
         """As its forge writes it: "#12", or GitLab's "!12"."""
         return f"!{self.number}" if self.forge == "gitlab" else f"#{self.number}"
+
+
+def forge_noun(forge: str | None) -> str:
+    """What the forge calls the change it reviews."""
+    return "merge request" if forge == "gitlab" else "pull request"
 
 
 class ReactionNotice(_Notice):

@@ -337,15 +337,21 @@ def test_a_gitlab_project_gets_one_merge_request_that_later_pushes_update(tmp_pa
     pulls = port(redis, gitlab_settings(tmp_path, forge))
     (pulls.workspace / "app.py").write_text("print('fixed')\n")
 
+    preview = pulls.preview(None)
     said = pulls.publish("Fix the bug", "It printed bug.", None)
 
+    assert "; opens a merge request." in preview  # as the person approving reads it: GitLab's words
     assert said.startswith(f"Opened merge request !1: {forge.url}/acme/app/-/merge_requests/1")
     first = forge.head_of("acme/app", BRANCH)
     forge.set_status(str(first), "failure")
     (pulls.workspace / "docs.md").write_text("how it works\n")
+    preview = pulls.preview(None)
     again = pulls.publish("Fix the bug, with docs", "Docs too.", None)
 
+    assert "; updates merge request !1." in preview
     assert again.startswith("Updated merge request !1")
+    with pytest.raises(ToolError, match="merge request !1 is up to date"):
+        pulls.publish("Fix the bug, with docs", "Docs too.", None)
     [pull] = forge.pulls()
     assert (pull.title, pull.head, pull.base) == ("Fix the bug, with docs", BRANCH, "main")
     assert forge.file_at("acme/app", BRANCH, "docs.md") == "how it works\n"
