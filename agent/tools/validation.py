@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import regex
 from jsonschema import Draft202012Validator, ValidationError
-from jsonschema._utils import find_additional_properties
 from jsonschema.validators import create
 
 from agent.tools.fastcheck import compile_check
@@ -40,6 +40,10 @@ TYPED_GROUPS: dict[str, tuple[str, ...]] = {
     ),
 }
 PATHLESS_KEYWORDS = frozenset({"required", "additionalProperties"})
+# A schema's pattern against a string the model wrote, on the loop every turn of the process
+# shares: both may be hostile (an MCP server's schema, a prompt-injected argument), and a
+# pattern that backtracks without end would hold every turn. `regex` stops a match in time.
+PATTERN_TIMEOUT_S = 0.05
 _ORIGINAL = Draft202012Validator.VALIDATORS
 
 Keyword = Callable[[Any, Any, Any, Mapping[str, Any]], Iterator[ValidationError]]
@@ -121,12 +125,60 @@ def _required(
             yield ValidationError(f"must have required property '{name}'")
 
 
+def pattern_found(pattern: str, text: str) -> bool | None:
+    """Whether `pattern` matches somewhere in `text`; None when that could not be told in time."""
+    try:
+        return regex.search(pattern, text, timeout=PATTERN_TIMEOUT_S) is not None
+    except TimeoutError:
+        return None
+
+
+def _pattern(
+    validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "string"):
+        return
+    found = pattern_found(value, instance)
+    if found is None:
+        yield ValidationError(
+            f'must match pattern "{value}" (it could not be checked in time: send a shorter value)'
+        )
+    elif not found:
+        yield ValidationError(f'must match pattern "{value}"')
+
+
+def _pattern_properties(
+    validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in value.items():
+        for name, item in instance.items():
+            found = pattern_found(pattern, name)
+            if found is None:
+                yield ValidationError(
+                    f"property name '{name}' could not be checked against \"{pattern}\" in time"
+                )
+            elif found:
+                yield from validator.descend(item, subschema, path=name, schema_path=pattern)
+
+
+def _extra_properties(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> Iterator[str]:
+    """Names neither in `properties` nor matched by `patternProperties` (one that could not be
+    told in time is reported there, not again here)."""
+    named = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    for name in instance:
+        if name not in named and all(pattern_found(pattern, name) is False for pattern in patterns):
+            yield name
+
+
 def _additional(
     validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object") or value is True:
         return
-    extras = list(find_additional_properties(instance, schema))
+    extras = list(_extra_properties(instance, schema))
     if value is False:
         for extra in extras:
             yield ValidationError(f"must NOT have additional property '{extra}'")
@@ -259,7 +311,8 @@ KEYWORDS: dict[str, Keyword] = {
     "multipleOf": _worded(_ORIGINAL["multipleOf"], _limit("must be multiple of {limit}")),
     "minLength": _worded(_ORIGINAL["minLength"], _limit("must NOT have fewer than {limit} characters")),
     "maxLength": _worded(_ORIGINAL["maxLength"], _limit("must NOT have more than {limit} characters")),
-    "pattern": _worded(_ORIGINAL["pattern"], _limit('must match pattern "{value}"')),
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
     "format": _worded(_ORIGINAL["format"], _limit('must match format "{value}"')),
     "minItems": _worded(_ORIGINAL["minItems"], _limit("must NOT have fewer than {limit} items")),
     "maxItems": _worded(_ORIGINAL["maxItems"], _limit("must NOT have more than {limit} items")),

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from agent.tools.cancel import CancelSignal
@@ -169,3 +171,36 @@ def test_describe_joins_errors_or_says_valid():
     validator = ArgumentValidator({"type": "object", "required": ["a", "b"]})
     assert validator.describe({}) == "must have required property 'a'; must have required property 'b'"
     assert validator.describe({"a": 1, "b": 2}) is None
+
+
+# A pattern that backtracks without end on a string the model wrote: a server's schema and the
+# model's arguments may both be hostile, and validation runs on the loop every turn shares.
+BACKTRACKING = "^(a|aa)+$"
+ENDLESS = "a" * 64 + "!"
+
+
+def test_a_pattern_that_backtracks_without_end_refuses_the_call_rather_than_hold_the_loop(tmp_path):
+    schema = {"type": "object", "properties": {"q": {"type": "string", "pattern": BACKTRACKING}}}
+
+    outcome = preflight("lookup", schema, json.dumps({"q": ENDLESS}), tmp_path)
+
+    assert not isinstance(outcome, PreparedCall) and outcome.is_error
+    assert f'/q must match pattern "{BACKTRACKING}" (it could not be checked in time' in outcome.output
+    assert isinstance(preflight("lookup", schema, '{"q": "aaaa"}', tmp_path), PreparedCall)
+
+
+def test_a_property_name_that_backtracks_without_end_is_refused_too(tmp_path):
+    schema = {
+        "type": "object",
+        "patternProperties": {BACKTRACKING: {"type": "string"}},
+        "additionalProperties": False,
+    }
+
+    outcome = preflight("lookup", schema, json.dumps({ENDLESS: "x"}), tmp_path)
+
+    assert not isinstance(outcome, PreparedCall) and outcome.is_error
+    assert (
+        f"property name '{ENDLESS}' could not be checked against \"{BACKTRACKING}\" in time" in outcome.output
+    )
+    assert isinstance(preflight("lookup", schema, '{"aaa": "x"}', tmp_path), PreparedCall)
+    assert check(schema, {"b": "x"}) == ["must NOT have additional property 'b'"]
