@@ -22,13 +22,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 if "--site" in sys.argv:  # the system's python in a sandbox: the SDK from the project's virtualenv
     sys.path.insert(0, sys.argv[sys.argv.index("--site") + 1])
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ImageContent, ResourceLink, TextContent
+from pydantic import Field
 
 # The smallest valid PNG: one transparent pixel.
 PIXEL = base64.b64decode(
@@ -60,6 +61,12 @@ def build(journal: Path, required: tuple[str, str] | None) -> FastMCP:
     async def add(a: int, b: int) -> str:
         note(event="call", tool="add", a=a, b=b)
         return str(a + b)
+
+    # The server's own check (pydantic's) is linear; a client matching it by backtracking is not.
+    @server.tool(description="Finds a code made of a and aa.")
+    async def find(code: Annotated[str, Field(pattern="^(a|aa)+$")]) -> str:
+        note(event="call", tool="find", code=code)
+        return f"found {code}"
 
     @server.tool(description="Waits until the call is cancelled.")
     async def hang() -> str:

@@ -103,6 +103,24 @@ def test_arguments_the_schema_refuses_never_reach_the_server_and_a_huge_result_i
     assert "line 009999 of the huge result" in spilled and len(results["c2"]) < len(spilled)
 
 
+def test_a_schema_pattern_that_backtracks_without_end_refuses_the_call_and_holds_no_turn(
+    make_stack, fake_slack, fake_llm: FakeLLM, server
+):
+    stack = make_stack(MCP_SERVERS=servers(server, approval="never"))
+    endless = "a" * 64 + "!"  # matched by backtracking, 2^64 ways to fail
+    fake_llm.script(
+        calls(("c1", "fixture__find", {"code": endless}), ("c2", "fixture__echo", {"text": "still here"})),
+        text("refused, and went on"),
+    )
+    key = start(stack, fake_slack, "find it")
+    answered(fake_slack, key, "refused, and went on")
+
+    results = tool_results(fake_llm.accepted()[1])
+    assert "/code must match pattern" in results["c1"] and "could not be checked in time" in results["c1"]
+    assert results["c2"] == "echo: still here"
+    assert server.calls("find") == []
+
+
 def test_the_stop_button_stops_the_turn_and_cancels_the_call_on_the_server(
     make_stack, fake_slack, fake_llm: FakeLLM, server, redis
 ):
