@@ -21,7 +21,10 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 MASK = "***"
 
-_URL = re.compile(r"""\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>`]+""")
+# A scheme is short ("git+ssh", "chrome-extension"): bounded, so a long run of "a.a.a…" costs one
+# pass, not a scan to its end from every word in it. Unanchored: a URL glued to a long word
+# still has its credentials masked.
+_URL = re.compile(r"""[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'"<>`]+""")
 # Query parameters whose value is a credential by name: ?access_token=, ?api_key=, ?sig=, …
 _SECRET_PARAMETER = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
 # Token shapes of the services a deployment talks to (Slack, GitHub, GitLab, OpenAI-style keys).

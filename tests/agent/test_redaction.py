@@ -63,6 +63,17 @@ def test_known_token_shapes_and_authorization_values_are_masked():
     assert "xoxb-***" in redacted and "Bearer ***" in redacted
 
 
+def test_a_long_dotted_run_is_redacted_in_one_pass_and_a_url_after_it_still_is():
+    # Every log line goes through redact_text, and a line may quote a page, a server's error or a
+    # tool's output: each word of "a.a.a…" once started a scheme scan to the run's end (quadratic:
+    # 80 KB took 5 s, 2 MB hours), holding whichever thread logged it, the turns' loop included.
+    run = "a." * 1_000_000
+    redacted = redact_text(run + " https://bot:s3cret@git.example/x")
+    assert redacted == run + " https://bot:***@git.example/x"
+    glued = redact_text("x" * 40 + "https://bot:s3cret@git.example/x and snake_https://u:s3cret@h/")
+    assert "s3cret" not in glued
+
+
 def test_ordinary_text_is_unchanged():
     text = "task-runner failed: the risk-assessment step needs a token; see https://docs.example/x"
     assert redact_text(text) == text
