@@ -29,7 +29,8 @@ PROTECTED_USER_TURNS = 2
 PRUNED_MARKER = "[tool output pruned]"
 # Spill pointers rendered by the output limiter, and the spill directory itself.
 _OUTPUT_PATH = re.compile(r"output_path:\s*(\S+)")
-_SPILL_PATH = re.compile(r"\S*\.threadline/tool-results/\S+")
+# From a word's start only: unanchored, each position of a long word began a scan to its end.
+_SPILL_PATH = re.compile(r"(?<!\S)\S*?\.threadline/tool-results/\S+")
 
 
 class PrunePlan(BaseModel):

@@ -51,9 +51,11 @@ TRIES_NOTE = "session_status_tries"  # failed calls in a row for the status note
 MAX_RETRIES = 5  # then the session is left to Slack's own timeout: no call is retried forever
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 
-_MENTION = re.compile(r"<[@!][^>]*>")
-_CHANNEL = re.compile(r"<#[A-Z0-9]+\|([^>]*)>")
-_LINK = re.compile(r"<([^|>]+)(?:\|([^>]*))?>")
+# Slack escapes "<" inside markup, so markup never holds one: stopping there keeps an unclosed
+# "<@<@<@…" to one pass instead of a scan to the end from each "<".
+_MENTION = re.compile(r"<[@!][^<>]*>")
+_CHANNEL = re.compile(r"<#[A-Z0-9]+\|([^<>]*)>")
+_LINK = re.compile(r"<([^|<>]+)(?:\|([^<>]*))?>")
 
 
 class AgentSession:

@@ -129,6 +129,16 @@ def test_pointer_names_the_spill_file():
     )
 
 
+def test_a_long_run_without_whitespace_is_searched_for_a_spill_path_in_one_pass():
+    # A tool's output is anyone's text: each position of "a.a.a…" once started a scan to the
+    # run's end for the spill directory (quadratic: 2 MB took hours, on compaction's path).
+    run = "a." * 1_000_000
+    result = tool_message("c1", run).model_copy(update={"id": "17-0"})
+    assert pruned_pointer(result, "Read").endswith(f"{len(run)} chars; full output in wire entry 17-0")
+    glued = tool_message("c2", run + "/ws/.threadline/tool-results/c2.txt more")
+    assert pruned_pointer(glued, "Read").endswith(f"file {run}/ws/.threadline/tool-results/c2.txt")
+
+
 def test_pointer_without_any_location_says_so():
     picture = ImageURLPart(image_url=MediaURL(url="data:image/png;base64,AAAA"))
     image = Message(role="tool", tool_call_id="c9", content=[TextPart(text="ab"), picture])

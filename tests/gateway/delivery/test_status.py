@@ -156,3 +156,12 @@ def test_a_session_title_is_one_plain_line_of_the_request():
     assert title.startswith("please fix make lint run 7 word word")
     assert len(title) <= TITLE_MAX_CHARS and title.endswith("…") and "\n" not in title and "<" not in title
     assert session_title("") == ""
+
+
+def test_a_request_of_unclosed_markup_is_titled_in_one_pass():
+    # A person's message is anyone's text: each "<@" once started a scan to the end for its ">"
+    # (quadratic: 2 MB took hours in the delivery worker).
+    title = session_title("<@" * 1_000_000 + " fix it")
+    assert title.startswith("<@<@") and len(title) <= TITLE_MAX_CHARS
+    assert session_title("<@U1 <@U2> fix <https://ci.example.com/run/7|run 7>") == "<@U1 fix run 7"
+    assert session_title("<@U1|ann> fix <https://ci.example.com/run/7|run 7>") == "fix run 7"
