@@ -14,8 +14,10 @@ from tests.polling import wait_for
 
 
 class McpFixture:
-    def __init__(self, workdir: Path, *, require_header: str | None = None, sse: bool = False) -> None:
-        self.port = free_port()
+    def __init__(
+        self, workdir: Path, *, require_header: str | None = None, sse: bool = False, port: int | None = None
+    ) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/{'sse' if sse else 'mcp'}"
         self.journal = workdir / f"mcp-journal-{self.port}.jsonl"
         self.journal.touch()

@@ -74,6 +74,7 @@ class McpServerState:
 class McpCatalog:
     servers: dict[str, McpServerState] = field(default_factory=dict)
     vision: bool = False
+    retry_down_s: float = RETRY_DOWN_S
 
     @classmethod
     def of(cls, settings: Settings) -> McpCatalog:
@@ -133,7 +134,7 @@ class McpCatalog:
 
     def _due(self, server: McpServerState) -> bool:
         if server.registry is None:
-            return server.down_since is None or time.monotonic() - server.down_since >= RETRY_DOWN_S
+            return server.down_since is None or time.monotonic() - server.down_since >= self.retry_down_s
         return server.connection.tools_changed
 
     async def _list(self, server: McpServerState) -> None:
