@@ -55,7 +55,7 @@ class StreamAssembler:
             return
         try:
             chunk = json.loads(data)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested deeper than the stack
             # the chunk's text is not shown: it may be anything the endpoint sent
             raise MalformedResponseError(f"malformed stream chunk ({len(data)} characters)") from error
         self._feed_chunk(chunk)

@@ -223,7 +223,7 @@ def _parse_completion(response: httpx.Response) -> ModelResponse:
         data = response.json()
         choice = data["choices"][0]
         message = from_openai_message(choice["message"])
-    except (ValueError, KeyError, IndexError, TypeError) as error:
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as error:
         raise MalformedResponseError(f"not a chat completion ({_shape(response)})") from error
     usage = usage_from(data.get("usage")) or usage_from(choice.get("usage"))
     return ModelResponse(message=message, finish_reason=choice.get("finish_reason"), usage=usage)

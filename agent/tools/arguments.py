@@ -37,3 +37,5 @@ def parse_tool_call_arguments(raw: Any) -> ParsedArguments:
     except ValueError as error:
         log.debug("tool call arguments are not valid JSON: %s", error)
         return ParsedArguments({}, True, str(error))
+    except RecursionError:  # json recurses per bracket: arguments nested deeper than Python's stack
+        return ParsedArguments({}, True, "nested too deeply")

@@ -37,7 +37,7 @@ def _parse(arguments: str | None) -> Any:
         return {}
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the stack
         return None
 
 

@@ -79,6 +79,14 @@ def test_an_error_in_the_stream_and_a_garbled_chunk_are_described_not_quoted(fak
     assert_no_secret(error)
 
 
+def test_an_answer_nested_past_the_parsers_depth_is_malformed_streamed_or_whole(fake_llm: FakeLLM):
+    nested = "[" * 100_000 + "]" * 100_000  # json recurses per bracket: RecursionError, not ValueError
+    chunk = f'data: {{"choices": {nested}}}\n\n'.encode()
+    assert isinstance(failure(fake_llm, Reply(raw_body=chunk, headers=STREAM)), MalformedResponseError)
+    whole = f'{{"choices": {nested}}}'.encode()
+    assert isinstance(failure(fake_llm, Reply(raw_body=whole), stream=False), MalformedResponseError)
+
+
 def test_a_200_that_is_not_a_completion_is_described_by_its_shape(fake_llm: FakeLLM):
     page = f"<html>proxy login for {SECRET}</html>".encode()
     error = failure(fake_llm, Reply(raw_body=page, headers={"Content-Type": "text/html"}), stream=False)

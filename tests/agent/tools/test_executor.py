@@ -29,6 +29,21 @@ async def test_invalid_json_is_reported_and_the_tool_never_runs(tmp_path):
     assert "line 1 column" in result.note
 
 
+async def test_arguments_nested_past_the_parsers_depth_are_invalid_json_and_the_batch_goes_on(tmp_path):
+    # The model's arguments are anyone's text: 100,000 brackets made json raise RecursionError,
+    # and the whole batch failed as a bug, the calls beside it included.
+    deep, plain = ScriptedTool("deep"), ScriptedTool("plain")
+    nested = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    calls = [call("c1", "deep", nested), call("c2", "plain", "{}")]
+    results = {
+        item.tool_call_id: item.result
+        for item in await collect(executor_with(deep, plain, workspace=tmp_path), calls)
+    }
+    assert results["c1"].output == 'Invalid args for tool "deep": the arguments are not valid JSON'
+    assert "nested too deeply" in results["c1"].note
+    assert deep.runs == 0 and plain.runs == 1 and not results["c2"].is_error
+
+
 async def test_invalid_json_also_shows_the_schema_errors(tmp_path):
     tool = ReadFile()
     result = await run_one(executor_with(tool, workspace=tmp_path), call("c1", "read_file", "{nope"))
