@@ -1,4 +1,4 @@
-"""One pool of HTTP connections to the model provider per worker process, reused across steps.
+"""A worker process's HTTP connections to the model provider, reused across steps.
 
 An `httpx.AsyncClient` belongs to the event loop its connections were opened on, so the pool
 keeps clients per endpoint (base URL, key, timeouts) for the loop the caller names as long-lived
@@ -10,8 +10,8 @@ belongs to the parent: a child process starts its own.
 On the long-lived loop a client carries at most `CALLS_PER_CLIENT` calls at once; a call goes to
 the least busy client, and a new one is opened when each carries that many. httpcore walks
 every connection of a client's pool on each request and each response's end, with two system
-calls per idle connection: one client for 200 turns made that walk most of the turn loop's work
-(docs/turn-worker.md). A quiet worker still uses one client, so its steps share one connection.
+calls per idle connection: with one client for 200 turns that walk was a third of the turn
+loop's samples (docs/turn-worker.md). A quiet worker still uses one client, so its steps share one connection.
 """
 
 from __future__ import annotations
