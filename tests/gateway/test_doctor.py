@@ -252,7 +252,8 @@ def test_mcp_line_lists_each_servers_tools_and_names_the_one_that_does_not_answe
     finally:
         server.stop()
     line = named(lines, "mcp")
-    assert line.startswith("FAIL mcp        fixture: 9 tool(s) (fixture__echo, fixture__add, ")
+    listed = "fixture: 10 tool(s) (fixture__echo, fixture__add, fixture__find, "
+    assert line.startswith(f"FAIL mcp        {listed}")
     assert "; gone: not answering (" in line and "-- fix:" in line
 
     lines.clear()
