@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent.tools.arguments import parse_tool_call_arguments
+
 SUMMARY_CHARS = 80  # one line on a progress card
 # The argument that says most about a call, per built-in tool.
 KEY_ARGUMENT = {
@@ -33,12 +35,9 @@ def short_arguments(name: str, arguments: str | None, limit: int = SUMMARY_CHARS
 
 
 def _parse(arguments: str | None) -> Any:
-    if not arguments:
-        return {}
-    try:
-        return json.loads(arguments)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the stack
-        return None
+    """The arguments as the tools read them (agent.tools.arguments); None when they are not JSON."""
+    parsed = parse_tool_call_arguments(arguments)
+    return None if parsed.parse_failed else parsed.data
 
 
 def _cut(text: str, limit: int) -> str:
