@@ -24,6 +24,8 @@ from jobs.keys import (
     NOTICE_FIELD,
     RECORD_FIELD,
     SessionKey,
+    card_children_key,
+    card_key,
     inbox_key,
     lease_key,
     outbox_key,
@@ -92,6 +94,12 @@ at = redis.call('XADD', KEYS[2], '*', '{NOTICE_FIELD}', ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[1] .. '{ENTRY_SUFFIX}', at)
 return at
 """
+# A session's own card (KEYS[4]) stored and posted as `_POST_CARD` does, in one step, unless its
+# sub-agents have lines to nest in it (KEYS[5]): then nothing is written and false comes back.
+_POST_OWN_CARD = f"""
+if redis.call('EXISTS', KEYS[5]) == 1 then return false end
+redis.call('SET', KEYS[4], ARGV[2])
+{_POST_CARD}"""
 TAKE_ATTEMPTS = 50  # each refusal means a person changed a waiting input in the last millisecond
 
 
@@ -188,10 +196,20 @@ class SessionStore:
 
     def post_card_in(self, client: Redis | Pipeline, card: TurnCard) -> Any:
         """Post `card` through `client`: the store's client, or a transaction's pipeline."""
-        marker = json.dumps({"kind": "progress", "turn_id": card.turn_id}, separators=(",", ":"))
         keys = [self.progress_key, self.outbox_key, pending_cards_key(self.key)]
-        args = [card.turn_id, card.model_dump_json(), marker]
-        return lua(self.redis, _POST_CARD)(keys=keys, args=args, client=client)
+        return lua(self.redis, _POST_CARD)(keys=keys, args=self._card_args(card), client=client)
+
+    @staticmethod
+    def _card_args(card: TurnCard) -> list[str]:
+        marker = json.dumps({"kind": "progress", "turn_id": card.turn_id}, separators=(",", ":"))
+        return [card.turn_id, card.model_dump_json(), marker]
+
+    def post_own_card(self, card: TurnCard) -> bool:
+        """Store `card` as the session's card and post it, in one round trip, unless sub-agents'
+        lines wait to be nested in it (False: nothing written; compose it, jobs.delegation)."""
+        keys = [self.progress_key, self.outbox_key, pending_cards_key(self.key)]
+        keys += [card_key(self.key), card_children_key(self.key)]
+        return lua(self.redis, _POST_OWN_CARD)(keys=keys, args=self._card_args(card)) is not None
 
     def card_snapshot(self, turn_id: str) -> tuple[int, TurnCard] | None:
         """The turn's newest card and its version, or None when the turn posted none."""

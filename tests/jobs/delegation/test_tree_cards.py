@@ -83,3 +83,62 @@ def test_a_sub_agent_line_landing_while_the_card_is_composed_is_on_the_card_post
         ("c1", "done"),
         ("c2", "running"),
     ]
+
+
+class CountsRoundTrips(Redis):
+    """A real client that counts what it sends: each command, each pipeline it executes."""
+
+    def __init__(self, redis: Redis) -> None:
+        super().__init__(connection_pool=redis.connection_pool)
+        self.sent = 0
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        self.sent += 1
+        return super().execute_command(*args, **options)
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
+        outer = self
+
+        class Counted(Pipeline):
+            def immediate_execute_command(self, *args: Any, **options: Any) -> Any:
+                outer.sent += 1
+                return super().immediate_execute_command(*args, **options)
+
+            def execute(self, raise_on_error: bool = True) -> Any:
+                outer.sent += 1
+                return super().execute(raise_on_error)
+
+        return Counted(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+
+
+def test_a_root_card_with_no_sub_agent_lines_is_stored_and_posted_in_one_round_trip(redis):
+    counting = CountsRoundTrips(redis)
+    store = SessionStore(counting, KEY)
+    card = TurnCard(turn_id="t1", state="running", started_at=1.0, updated_at=1.0, tools=[line("a1")])
+
+    publish_card(store, card)
+    published_after = counting.sent
+    newer = card.model_copy(update={"tools": [line("a1", "done")], "updated_at": 2.0})
+    publish_card(store, newer)
+    sent_by_the_second = counting.sent - published_after
+
+    assert TurnCard.model_validate_json(redis.get(card_key(KEY)) or b"") == newer
+    assert posted_card(store) == newer
+    assert [notice.kind for _, notice in store.notices()] == ["progress"]  # one entry, its newest card
+    # the card stored and posted in one step, then the delivery scheduled: its claim, and whether
+    # the delivery the first publish queued is still to run
+    assert sent_by_the_second == 3
+
+
+def test_a_sub_agent_line_that_lands_between_two_publishes_is_nested_in_the_second(redis):
+    store = SessionStore(redis, KEY)
+    card = TurnCard(turn_id="t1", state="running", started_at=1.0, updated_at=1.0, tools=[line("a1")])
+    publish_card(store, card)
+    assert posted_card(store).tools[0].children == []
+
+    redis.hset(card_children_key(KEY), "a1", _LINES.dump_json([line("c1")]))
+    publish_card(store, card.model_copy(update={"updated_at": 2.0}))
+
+    assert [child.tool_call_id for child in posted_card(store).tools[0].children] == ["c1"]
+    stored = TurnCard.model_validate_json(redis.get(card_key(KEY)) or b"")
+    assert stored.tools[0].children == []  # the card as its reporter wrote it
