@@ -11,6 +11,7 @@ and must not do I/O: they note what happened and let a publisher of the caller's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -26,6 +27,10 @@ from agent.tools.policy import ApprovalDecision
 class TurnSink(Protocol):
     async def record(self, record: BaseModel, once_key: str) -> str:
         """Append durably, once per key; returns the wire entry id."""
+        ...
+
+    async def record_all(self, records: Sequence[tuple[BaseModel, str]]) -> list[str]:
+        """`record` each (record, key), in order, in one write; returns their wire entry ids."""
         ...
 
     async def take_input(self) -> list[tuple[Message, str]]:

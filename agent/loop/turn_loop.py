@@ -371,21 +371,26 @@ class Loop:
     # -- records ------------------------------------------------------------------------
 
     async def write(self, record: BaseModel, once_key: str) -> str:
-        record_id = await self.sink.record(record, once_key)
-        self.folder.apply(record, record_id=record_id)
-        return record_id
+        return (await self.write_all([(record, once_key)]))[0]
+
+    async def write_all(self, records: list[tuple[BaseModel, str]]) -> list[str]:
+        record_ids = await self.sink.record_all(records)
+        for (record, _), record_id in zip(records, record_ids, strict=True):
+            self.folder.apply(record, record_id=record_id)
+        return record_ids
 
     async def _record_step(self, begin: StepBegin, response: ModelResponse, calls: list[ToolCall]) -> None:
-        """The model's answer: step.begin (with its usage), its content parts, its calls."""
+        """The model's answer in one write: step.begin (with its usage), its content parts, its calls."""
         step_uuid, turn_id, step = begin.uuid, begin.turn_id, begin.step
-        await self.write(AppendLoopEvent(event=begin), f"{step_uuid}:begin")
+        records: list[tuple[BaseModel, str]] = [(AppendLoopEvent(event=begin), f"{step_uuid}:begin")]
         for index, part in enumerate(response.message.content):
             event = ContentPartEvent(step_uuid=step_uuid, part=part, turn_id=turn_id, step=step)
-            await self.write(AppendLoopEvent(event=event), f"{step_uuid}:part:{index}")
+            records.append((AppendLoopEvent(event=event), f"{step_uuid}:part:{index}"))
         for call in calls:
-            await self.write(
-                AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}"
+            records.append(
+                (AppendLoopEvent(event=call_event(step_uuid, call)), f"{step_uuid}:call:{call.id}")
             )
+        await self.write_all(records)
 
     async def _end_step(
         self, step_uuid: str, turn_id: str, step: int, finish_reason: str, usage: dict[str, Any]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -40,14 +40,19 @@ from jobs.session.meta import MetaHash
 from jobs.session.notices import Notice, ProgressNotice, TurnCard, parse_notice
 from jobs.session.user_input import UserInput
 
-# Append a record unless one with the same idempotency key was appended before; returns the
-# entry id either way, so a retried job never writes the same event twice.
+# Append each record (ARGV: record, idempotency key, record, key …) unless one with its key was
+# appended before; returns each entry's id either way, so a retried job never writes an event twice.
 _APPEND_ONCE = f"""
-local existing = redis.call('HGET', KEYS[2], ARGV[2])
-if existing then return existing end
-local id = redis.call('XADD', KEYS[1], '*', '{RECORD_FIELD}', ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[2], id)
-return id
+local ids = {{}}
+for i = 1, #ARGV, 2 do
+  local id = redis.call('HGET', KEYS[2], ARGV[i + 1])
+  if not id then
+    id = redis.call('XADD', KEYS[1], '*', '{RECORD_FIELD}', ARGV[i])
+    redis.call('HSET', KEYS[2], ARGV[i + 1], id)
+  end
+  ids[#ids + 1] = id
+end
+return ids
 """
 
 VERSION_SUFFIX = "#v"  # progress hash: `<turn>#v` counts the turn's snapshots
@@ -131,12 +136,14 @@ class SessionStore:
         if once_key is None:
             return text(self.redis.xadd(self.wire_key, {RECORD_FIELD: payload}))
         keys = [self.wire_key, self._wire_index_key]
-        return text(lua(self.redis, _APPEND_ONCE)(keys=keys, args=[payload, once_key]))
+        return text(lua(self.redis, _APPEND_ONCE)(keys=keys, args=[payload, once_key])[0])
 
-    async def append_on(self, aio: AsyncRedis, record: BaseModel, *, once_key: str) -> str:
-        """`append` once per key, through the asyncio client `aio` (jobs.aio_redis)."""
+    async def append_all_on(self, aio: AsyncRedis, records: Sequence[tuple[BaseModel, str]]) -> list[str]:
+        """`append` each (record, key) once per key, in order and in one round trip, through the
+        asyncio client `aio` (jobs.aio_redis); returns their entry ids."""
         keys = [self.wire_key, self._wire_index_key]
-        return text(await lua(aio, _APPEND_ONCE)(keys=keys, args=[encode_record(record), once_key]))
+        args = [item for record, once_key in records for item in (encode_record(record), once_key)]
+        return [text(entry_id) for entry_id in await lua(aio, _APPEND_ONCE)(keys=keys, args=args)]
 
     def read_wire(self, after: str | None = None) -> list[dict[str, Any]]:
         start = f"({after}" if after else "-"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -62,15 +62,21 @@ class RedisTurnSink:
         self.attachments = attachments
 
     async def record(self, record: BaseModel, once_key: str) -> str:
+        return (await self.record_all([(record, once_key)]))[0]
+
+    async def record_all(self, records: Sequence[tuple[BaseModel, str]]) -> list[str]:
         aio = aio_twin(self.store.redis)
-        record_id = await self._retried(
-            lambda: self.store.append_on(aio, record, once_key=once_key), once_key
-        )
+        record_ids = await self._retried(lambda: self.store.append_all_on(aio, records), records[0][1])
+        for record, once_key in records:
+            await self._count(record, once_key)
+        return record_ids
+
+    async def _count(self, record: BaseModel, once_key: str) -> None:
         counted = self._usage_of(record, once_key)
         if counted is not None:
             meter, (counted_as, usage) = counted
+            aio = aio_twin(self.store.redis)
             await self._retried(lambda: meter.count_on(aio, counted_as, usage), f"the usage of {counted_as}")
-        return record_id
 
     def record_blocking(self, record: BaseModel, once_key: str) -> str:
         """`record`, for a caller off the event loop."""

@@ -4,6 +4,7 @@ in-memory sink at the seam where production uses Redis."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,14 @@ class MemorySink:
     checkpoints: list[tuple[int, str]] = field(default_factory=list)
     repairs: list[tuple[int, ProjectionRepair]] = field(default_factory=list)
 
+    writes: list[list[str]] = field(default_factory=list)  # each write's keys, as the loop made them
+
     async def record(self, record: BaseModel, once_key: str) -> str:
-        return self.record_now(record, once_key)
+        return (await self.record_all([(record, once_key)]))[0]
+
+    async def record_all(self, records: Sequence[tuple[BaseModel, str]]) -> list[str]:
+        self.writes.append([once_key for _, once_key in records])
+        return [self.record_now(record, once_key) for record, once_key in records]
 
     def record_now(self, record: BaseModel, once_key: str) -> str:
         if once_key in self.keys:

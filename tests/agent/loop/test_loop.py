@@ -230,3 +230,22 @@ def test_a_denied_call_gets_the_spec_denial_text(fake_llm: FakeLLM, tmp_path: Pa
     result = tool_messages(fake_llm.accepted()[-1])[0]["content"]
     assert 'Tool "shell" was not run because the user rejected the approval request.' in result
     assert "not now" in result
+
+
+def test_a_steps_answer_is_written_in_one_write_and_each_result_as_it_comes(
+    fake_llm: FakeLLM, tmp_path: Path
+):
+    answer = calls(("c1", "list_dir", {"path": "."}), ("c2", "list_dir", {"path": "."}))
+    answer.text = "looking first"
+    fake_llm.script(answer, text("ok"))
+    sink = MemorySink()
+    sink.append_user("look")
+
+    outcome = run_turn(sink, fake_llm.base_url, tmp_path)
+
+    assert outcome.reason == "completed"
+    step_one = [keys for keys in sink.writes if keys[0].startswith("t1-s1")]
+    assert step_one[0] == ["t1-s1:begin", "t1-s1:part:0", "t1-s1:call:c1", "t1-s1:call:c2"]
+    assert sorted(keys[0] for keys in step_one[1:3]) == ["t1-s1:result:c1", "t1-s1:result:c2"]
+    assert step_one[3:] == [["t1-s1:end"]]
+    assert sink.writes[-1] == ["t1:ended"]

@@ -8,6 +8,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.typing import KeyT
 
 from agent.fold import fold
+from agent.messages import user_message
 from agent.wire import AppendMessage
 from jobs.input import route_input
 from jobs.keys import SessionKey, inbox_key
@@ -137,3 +138,18 @@ def test_a_delete_and_a_new_message_landing_while_the_inbox_is_taken_are_both_ke
     assert [m.text() for m, _ in taken] == ["<@U1>: to staging", "<@U1>: and tell me"]
     assert wire_texts(store) == ["<@U1>: to staging", "<@U1>: and tell me"]
     assert store.peek_inbox() == []
+
+
+def test_a_steps_records_land_in_order_and_once_when_written_again(redis):
+    store = SessionStore(redis, KEY)
+    sink = RedisTurnSink(store, "t1")
+    records = [(AppendMessage(message=user_message(f"part {n}")), f"t1-s1:part:{n}") for n in range(3)]
+
+    ids = asyncio.run(sink.record_all(records))
+    again = asyncio.run(
+        sink.record_all([records[1], (AppendMessage(message=user_message("new")), "t1-s1:new")])
+    )
+
+    assert [entry["id"] for entry in store.read_wire()] == [*ids, again[1]]
+    assert again[0] == ids[1]  # written once: the key's first entry comes back
+    assert [m.text() for m in fold(store.read_wire())] == ["part 0", "part 1", "part 2", "new"]
