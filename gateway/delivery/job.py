@@ -15,12 +15,13 @@ from collections.abc import Callable
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from gateway.delivery.cards import Cards
+from gateway.delivery.agent_session import STATUS_AT_NOTE, STATUS_NOTE, TITLED_NOTE, TRIES_NOTE
+from gateway.delivery.cards import RUNNING_CARD, Cards
 from gateway.delivery.lock import LOCK_TTL_MS, DeliveryLock
-from gateway.delivery.notices import NoticePosting
+from gateway.delivery.notices import COMPACTION_MESSAGE, NoticePosting
 from gateway.delivery.poster import ThreadPoster
-from gateway.delivery.status import AssistantStatus
-from gateway.delivery.streams import StepStreams
+from gateway.delivery.status import STATUS_AT, STATUS_TEXT, AssistantStatus
+from gateway.delivery.streams import RECIPIENT_TEAM_NOTE, REFUSED_NOTE, StepStreams
 from gateway.delivery.timers import deliver_later
 from gateway.render.mentions import PostingRules
 from gateway.slack_client import web_client
@@ -54,6 +55,19 @@ PERMANENT_ERRORS = frozenset(
         "account_inactive",
         "token_revoked",
     }
+)
+# The thread's own notes, which nearly every pass reads: read together as a pass starts.
+PASS_NOTES = (
+    RUNNING_CARD,
+    REFUSED_NOTE,
+    RECIPIENT_TEAM_NOTE,
+    STATUS_NOTE,
+    STATUS_AT_NOTE,
+    TITLED_NOTE,
+    TRIES_NOTE,
+    STATUS_AT,
+    STATUS_TEXT,
+    COMPACTION_MESSAGE,
 )
 RETRY_BASE_S = 5  # a transient failure (Slack 5xx, network) is retried after 5, 10, 20 … s
 RETRY_MAX_S = 300
@@ -114,6 +128,7 @@ class Delivery:
                 return handled
             with lock:
                 self.redis.delete(deliver_again_key(self.key))  # this run reads all there is
+                self.poster.ledger.hold_notes(*PASS_NOTES)
                 try:
                     done, waiting = self._run_locked()
                     handled += done
@@ -125,6 +140,8 @@ class Delivery:
                     self.redis.set(slack_pause_key(self.key.team), "1", px=int(limited.retry_after_s * 1000))
                     deliver_later(self.redis, self.key, "retry", limited.retry_after_s)
                     return handled
+                finally:
+                    self.poster.ledger.let_go_of_notes()
             if self.redis.delete(deliver_again_key(self.key)):
                 continue  # a run came while this one held the lock: what it was for may be new
             # A step still streaming holds the cursor: its next publish (or timer) comes back.

@@ -232,10 +232,7 @@ class StepStreams:
             self._stop(ts, record, base, chunks or None)
         else:
             self.client.chat_appendStream(channel=self.key.channel, ts=ts, chunks=chunks)
-        pipe = self.store.redis.pipeline(transaction=True)
-        pipe.hset(self.ledger.notes_key, mapping=self._shown_notes(base, sent + len(piece), record))
-        pipe.hdel(self.ledger.notes_key, f"{base}:appending")
-        pipe.execute()
+        self.ledger.replace_notes(self._shown_notes(base, sent + len(piece), record), f"{base}:appending")
 
     def _stop(self, ts: str, record: LiveStep, base: str, chunks: list[dict[str, Any]] | None = None) -> None:
         blocks = [feedback_block(self.key, record.turn_id)] if record.final else None

@@ -7,8 +7,10 @@ each `deliver()` is one delivery run, as the `slack` queue would start it.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
+from redis import Redis
 
 from gateway.delivery.job import Delivery
 from gateway.delivery.streams import STREAM_CHARS, answered_turn_note
@@ -19,7 +21,7 @@ from gateway.slack_client import web_client
 from jobs.keys import SessionKey, meta_key, slack_pause_key
 from jobs.session import live
 from jobs.session.live import LiveStep, LiveTask
-from jobs.session.notices import AnswerNotice
+from jobs.session.notices import AnswerNotice, ProgressNotice, TurnCard
 from jobs.session.state import set_state
 from jobs.session.store import SessionStore
 from jobs.settings import Settings
@@ -308,3 +310,34 @@ def test_a_stream_full_of_broken_mentions_stays_within_what_slack_shows(store, s
     assert stream.get("edited") == 1 and len(shown(stream)) <= STREAM_CHARS and rest
     assert all("@here" not in shown(message) for message in (stream, *rest))
     assert "".join(shown(m) for m in (stream, *rest)).replace(BREAK, "").split() == long.split()
+
+
+class NotesReads(Redis):
+    """A real client that notes, per delivery pass (each time it takes the thread's lock), which
+    ledger notes it reads from Redis."""
+
+    def __init__(self, redis: Redis) -> None:
+        super().__init__(connection_pool=redis.connection_pool)
+        self.passes: list[list[str]] = []
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        name, key = str(args[0]).upper(), str(args[1]) if len(args) > 1 else ""
+        if name == "SET" and key.endswith(":delivering"):
+            self.passes.append([])
+        elif name == "HMGET" and key.endswith(":ledger_notes") and self.passes:
+            self.passes[-1] += [str(field) for field in args[2:]]
+        return super().execute_command(*args, **options)
+
+
+def test_a_delivery_pass_reads_each_ledger_note_from_redis_once(store, slack):
+    store.post_notice(
+        ProgressNotice(card=TurnCard(turn_id=TURN, state="done", started_at=1.0, updated_at=2.0))
+    )
+    publish(store, ANSWER, done=True, final=True)
+    store.post_notice(AnswerNotice(turn_id=TURN, text=ANSWER, step=1))
+    reads = NotesReads(store.redis)
+
+    deliver(SessionStore(reads, store.key), slack)
+
+    assert shown(thread(slack, store)[-1]) == ANSWER
+    assert reads.passes and all(len(read) == len(set(read)) for read in reads.passes), reads.passes
