@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from gateway.delivery.ledger import Notes
 from gateway.delivery.poster import ThreadPoster
 from gateway.delivery.status import AssistantStatus
 from gateway.delivery.timers import deliver_later
@@ -129,14 +130,15 @@ class Cards:
 
     def _shown(self, entry: str, version: int, card: TurnCard) -> None:
         turn_id = card.turn_id
-        self.ledger.set_note(version_note(turn_id), str(version))
-        self.ledger.set_note(f"{entry}:edited_at", f"{time.time():.3f}")
+        notes: Notes = {version_note(turn_id): str(version), f"{entry}:edited_at": f"{time.time():.3f}"}
+        stopped = card.state != "running" and self.ledger.note(RUNNING_CARD) == turn_id
+        if card.state == "running" or stopped:
+            notes[RUNNING_CARD] = turn_id if card.state == "running" else ""
+        self.ledger.set_notes(notes)
         self._settle(turn_id, version)
         if card.state == "running":
-            self.ledger.set_note(RUNNING_CARD, turn_id)
             self.status.working(self.poster.rules.text(status_text(card)))  # tool names are the model's
-        elif self.ledger.note(RUNNING_CARD) == turn_id:
-            self.ledger.set_note(RUNNING_CARD, "")
+        elif stopped:
             self._stopped_running(card)
 
     def _stopped_running(self, card: TurnCard) -> None:
