@@ -40,7 +40,7 @@ from jobs.queues import clear_turn_flag, schedule_delivery, schedule_turn
 from jobs.session.approvals import ApprovalStore, waited_text
 from jobs.session.history import load_fold
 from jobs.session.lease import Lease, LeaseLost
-from jobs.session.meta import MetaHash
+from jobs.session.meta import MetaHash, SessionMeta
 from jobs.session.notices import AnswerNotice, CancelledNotice, ErrorNotice, InfoNotice, Notice
 from jobs.session.reactions import mark_ended
 from jobs.session.state import PARKED_STATES, set_state, state_of
@@ -177,10 +177,11 @@ class TurnRunner:
         waiting = self._wait_of(folder)
         if waiting is not None and waiting.results is None:
             return self._still_waiting()
-        parked = self._parked_step(folder, waiting)
+        meta = self.store.meta.read()  # once: what this start asks of it stays as it was
+        parked = self._parked_step(folder, waiting, meta)
         if cancel_requested_by(self.store.redis, self.store.key):
             return self._cancelled_before_start()
-        if parked is None and not self._has_work(folder):
+        if parked is None and not self._has_work(folder, meta):
             if state_of(self.store) == "queued":  # a duplicate job leaves any other state as it is
                 set_state(self.store, "idle")
             return "idle: nothing to answer"
@@ -194,7 +195,7 @@ class TurnRunner:
         self._start(reporter)
         try:
             attachments = Attachments(self.store, self.settings, workspace, self.turn_id)
-            sink = self._sink(attachments, folder)
+            sink = self._sink(attachments, folder, meta)
             attachments.catch_up(folder, sink.record_blocking)  # here, off the loop other turns share
             return self._loop(folder, workspace, reporter, sink), parked, reporter
         except LeaseLost:
@@ -211,10 +212,10 @@ class TurnRunner:
 
     # -- before ---------------------------------------------------------------------------
 
-    def _has_work(self, folder: HistoryFold) -> bool:
+    def _has_work(self, folder: HistoryFold, meta: SessionMeta) -> bool:
         history = folder.history
         waiting = bool(self.store.redis.llen(self.store.inbox_key))
-        resumed = self.store.meta.read().resume_requested is not None
+        resumed = meta.resume_requested is not None
         return waiting or resumed or bool(history and _asks_for_a_turn(history[-1]))
 
     def _wait_of(self, folder: HistoryFold) -> ParkedWait | None:
@@ -230,16 +231,18 @@ class TurnRunner:
         set_state(self.store, "awaiting_agents")
         return "awaiting_agents"
 
-    def _parked_step(self, folder: HistoryFold, waiting: ParkedWait | None) -> ParkedStep | None:
-        decisions = self._decisions(folder)
+    def _parked_step(
+        self, folder: HistoryFold, waiting: ParkedWait | None, meta: SessionMeta
+    ) -> ParkedStep | None:
+        decisions = self._decisions(folder, meta)
         if decisions is None and waiting is None:
             return None
         step = folder.open_step_uuid or ""
         results = waiting.results if waiting is not None and waiting.results else {}
         return ParkedStep(step, decisions or {}, results)
 
-    def _decisions(self, folder: HistoryFold) -> dict[str, ApprovalDecision] | None:
-        step = self.store.meta.read().parked_step
+    def _decisions(self, folder: HistoryFold, meta: SessionMeta) -> dict[str, ApprovalDecision] | None:
+        step = meta.parked_step
         approvals = ApprovalStore(self.store)
         if not step or folder.open_step_uuid != step or approvals.pending():
             return None
@@ -261,13 +264,13 @@ class TurnRunner:
         self.store.append(TurnPrompt(input="", turn_id=self.turn_id), once_key=f"{self.turn_id}:prompt")
         reporter.start()
 
-    def _sink(self, attachments: Attachments, folder: HistoryFold) -> RedisTurnSink:
+    def _sink(self, attachments: Attachments, folder: HistoryFold, meta: SessionMeta) -> RedisTurnSink:
         return RedisTurnSink(
             self.store,
             self.turn_id,
             self.lease,
             self.settings.APPROVAL_TIMEOUT_SECONDS,
-            meter=self._meter(folder),
+            meter=self._meter(folder, meta),
             attachments=attachments,
         )
 
@@ -312,9 +315,10 @@ class TurnRunner:
             cache_key=cache_key_of(self.store.key),
         )
 
-    def _meter(self, folder: HistoryFold) -> UsageMeter:
+    def _meter(self, folder: HistoryFold, meta: SessionMeta) -> UsageMeter:
+        """Usage is charged to the root's owner; a root session's is in `meta` already."""
         root = self.info.root if self.info else self.store.key
-        owner = MetaHash(self.store.redis, root).read().owner
+        owner = MetaHash(self.store.redis, root).read().owner if self.info else meta.owner
         person = charged_person(folder.history, owner)
         return UsageMeter(self.store.redis, self.store.key, self.turn_id, person, root=root)
 
