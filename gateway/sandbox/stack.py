@@ -129,12 +129,18 @@ class Stack:
         return self.client.post("/slack/events", content=body, headers=signed)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a process and everything it started (RQ's work horse runs in its own group)."""
+        """SIGKILL a process and everything it started (RQ's work horse runs in its own group),
+        and return once each has exited: a worker still dying holds its Redis connections, and a
+        blocked dequeue of theirs could still be handed the next job."""
         process = self.processes[name]
-        for pid in [*descendants(process.pid), process.pid]:
+        killed = [*descendants(process.pid), process.pid]
+        for pid in killed:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not all(map(_exited, killed)) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def stop(self) -> None:
         """SIGTERM every process at once (each drains on its own), then wait for all of them."""
@@ -157,3 +163,12 @@ def _wait_or_kill(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         _signal_group(process, signal.SIGKILL)
         process.wait(timeout=10)
+
+
+def _exited(pid: int) -> bool:
+    """Whether `pid` has exited: gone, or a zombie (its files, sockets included, are closed)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
