@@ -130,13 +130,14 @@ class Cards:
 
     def _shown(self, entry: str, version: int, card: TurnCard) -> None:
         turn_id = card.turn_id
+        running = card.state == "running"
+        stopped = not running and self.ledger.note(RUNNING_CARD) == turn_id
         notes: Notes = {version_note(turn_id): str(version), f"{entry}:edited_at": f"{time.time():.3f}"}
-        stopped = card.state != "running" and self.ledger.note(RUNNING_CARD) == turn_id
-        if card.state == "running" or stopped:
-            notes[RUNNING_CARD] = turn_id if card.state == "running" else ""
+        if running or stopped:
+            notes[RUNNING_CARD] = turn_id if running else ""
         self.ledger.set_notes(notes)
         self._settle(turn_id, version)
-        if card.state == "running":
+        if running:
             self.status.working(self.poster.rules.text(status_text(card)))  # tool names are the model's
         elif stopped:
             self._stopped_running(card)

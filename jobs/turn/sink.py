@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -68,14 +69,13 @@ class RedisTurnSink:
         aio = aio_twin(self.store.redis)
         record_ids = await self._retried(lambda: self.store.append_all_on(aio, records), records[0][1])
         for record, once_key in records:
-            await self._count(record, once_key)
+            await self._count(aio, record, once_key)
         return record_ids
 
-    async def _count(self, record: BaseModel, once_key: str) -> None:
+    async def _count(self, aio: AsyncRedis, record: BaseModel, once_key: str) -> None:
         counted = self._usage_of(record, once_key)
         if counted is not None:
             meter, (counted_as, usage) = counted
-            aio = aio_twin(self.store.redis)
             await self._retried(lambda: meter.count_on(aio, counted_as, usage), f"the usage of {counted_as}")
 
     def record_blocking(self, record: BaseModel, once_key: str) -> str:
