@@ -7,7 +7,7 @@ from pathlib import Path
 
 from redis import Redis
 
-from gateway.sandbox.stack import free_port
+from gateway.sandbox.ports import free_port
 from tests.polling import wait_for
 
 

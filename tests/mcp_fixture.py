@@ -9,7 +9,8 @@ from pathlib import Path
 
 import httpx
 
-from gateway.sandbox.stack import SOURCE_ROOT, free_port
+from gateway.sandbox.ports import free_port
+from gateway.sandbox.stack import SOURCE_ROOT
 from tests.polling import wait_for
 
 

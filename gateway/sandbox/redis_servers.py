@@ -14,7 +14,7 @@ from pathlib import Path
 
 from redis import Redis
 
-from gateway.sandbox.stack import free_port
+from gateway.sandbox.ports import free_port
 
 START_TIMEOUT_S = 30
 

@@ -29,6 +29,7 @@ from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import FakeSlack
 from gateway.sandbox.page import CHANNELS, PERSON, SandboxPage
+from gateway.sandbox.ports import free_port
 from jobs.settings import SLACK_DEFAULT_API_URL, Settings
 
 LOCAL_DIR = Path(".threadline-local")
@@ -114,14 +115,13 @@ def git_checkout(directory: Path) -> Path | None:
 
 
 def port_or_free(preferred: int) -> int:
-    """`preferred` when nothing listens there, else a free port the system picks."""
+    """`preferred` when nothing listens there, else a free port."""
     with socket.socket() as sock:
         try:
             sock.bind(("127.0.0.1", preferred))
             return preferred
         except OSError:
-            sock.bind(("127.0.0.1", 0))
-            return int(sock.getsockname()[1])
+            return free_port()
 
 
 def run_sandbox(page_port: int | None = None, say: Callable[[str], None] = print) -> int:

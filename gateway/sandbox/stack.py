@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import httpx
 
 from agent.tools.sandbox import descendants
 from gateway.sandbox.fake_slack import APP_TOKEN
+from gateway.sandbox.ports import free_port
 from gateway.sandbox.signing import event_request, form_request, interaction_request
 
 BOT_TOKEN = "xoxb-sandbox-token"
@@ -30,12 +30,6 @@ THREADLINE = shutil.which("threadline", path=str(Path(sys.executable).parent)) o
 # The checkout this module belongs to: its subprocesses must run the same code as the caller,
 # not whatever checkout the `threadline` script was installed from (an editable install).
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Stack:

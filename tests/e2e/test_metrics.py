@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent.testing import FakeLLM, Reply, calls, text
 from gateway.sandbox.fake_slack import FakeSlack
-from gateway.sandbox.stack import THREADLINE, free_port
+from gateway.sandbox.ports import free_port
+from gateway.sandbox.stack import THREADLINE
 from tests.conftest import StackFactory
 from tests.polling import wait_for
 from tests.slack_events import mention

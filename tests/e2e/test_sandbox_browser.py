@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 from agent.testing import LocalServer, QuietHandler
-from gateway.sandbox.stack import SOURCE_ROOT, THREADLINE, free_port
+from gateway.sandbox.ports import free_port
+from gateway.sandbox.stack import SOURCE_ROOT, THREADLINE
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]

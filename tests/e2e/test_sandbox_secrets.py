@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from agent.testing import FakeLLM
-from gateway.sandbox.stack import SOURCE_ROOT, THREADLINE, free_port
+from gateway.sandbox.ports import free_port
+from gateway.sandbox.stack import SOURCE_ROOT, THREADLINE
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e

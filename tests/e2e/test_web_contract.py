@@ -7,7 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from gateway.sandbox.stack import THREADLINE, Stack, free_port
+from gateway.sandbox.ports import free_port
+from gateway.sandbox.stack import THREADLINE, Stack
 from jobs.keys import JANITOR_LOCK, PREFIX, RETENTION_LOCK, RETENTION_SCAN
 from tests.polling import wait_for
 from tests.rq_state import waiting

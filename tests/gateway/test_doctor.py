@@ -8,7 +8,8 @@ from gateway.manifest import BOT_SCOPES
 from gateway.sandbox.embedded_redis import EmbeddedRedis
 from gateway.sandbox.fake_forge import FakeForge
 from gateway.sandbox.fake_slack import FakeSlack, Fault
-from gateway.sandbox.stack import BOT_TOKEN, free_port
+from gateway.sandbox.ports import free_port
+from gateway.sandbox.stack import BOT_TOKEN
 from jobs.settings import Settings
 from tests.conftest import FORGE_TOKEN
 from tests.mcp_fixture import McpFixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.sandbox.stack import free_port
+from gateway.sandbox.ports import free_port
 from jobs.settings import Settings
 from jobs.turn.mcp import McpCatalog, TurnServers
 from tests.mcp_fixture import McpFixture

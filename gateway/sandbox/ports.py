@@ -1,0 +1,38 @@
+"""A port for a local server the sandbox, the tests or the embedded Redis start."""
+
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST = 10_000  # above the ports services are known by
+TRIES = 100
+
+
+def free_port() -> int:
+    """A port nothing listens on, outside the range the kernel gives outgoing connections their
+    local ports from: a port asked of the kernel (bind to 0) comes from that range, and any
+    connection opened before the server binds it may take it meanwhile."""
+    low, high = _ephemeral()
+    candidates = range(LOWEST, low) if low - LOWEST >= high - 65535 else range(high + 1, 65536)
+    for _ in range(TRIES if len(candidates) > 1000 else 0):
+        port = random.choice(candidates)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # no room outside that range: the kernel's pick
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ephemeral() -> tuple[int, int]:
+    try:
+        low, high = map(int, EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+    return low, high
