@@ -1,7 +1,7 @@
 """Many turns in one worker process (issue 19): 200 mentions within 2 s, one `threadline worker`.
 
     python -m bench.concurrency [--sessions 200] [--model-s 5] [--turn-concurrency 200] [--heavy 10]
-                                [--tool-steps 3]
+                                [--tool-steps 3] [--source PATH]
 
 Each mention is a new thread by a different person in a channel of its own; the fake model
 answers every request after `--model-s` seconds. One `threadline worker` (the default one
@@ -17,7 +17,9 @@ live steps and tool results flow while the others wait. The turns share one even
 worker logs its longest stall as it stops. Where the time beyond the model's goes is split in
 two: from the mention to the turn's first model request (the fake model notes when each
 arrives), and from the model's last answer to the answer in the thread. Leases the worker
-logged as lost are counted: nothing takes one in this run, so any is a false alarm.
+logged as lost are counted: nothing takes one in this run, so any is a false alarm. With
+`--source PATH` (a worktree of a base commit), web and the worker run from that checkout while
+this bench, its fakes and its measures stay this checkout's: a before-and-after in one harness.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from agent.tools.sandbox import descendants
 from bench.events import app_mention
 from bench.threads import answer_times, wait_until
 from gateway.sandbox.fake_slack import BOT_USER_ID, FakeSlack
-from gateway.sandbox.stack import BOT_TOKEN, THREADLINE, Stack
+from gateway.sandbox.stack import BOT_TOKEN, SOURCE_ROOT, THREADLINE, Stack
 from jobs.keys import SessionKey, lease_key
 from jobs.settings import Settings
 
@@ -147,6 +149,12 @@ def main() -> None:
         "--tool-steps", type=int, default=0, help="list_dir steps each turn runs before answering"
     )
     parser.add_argument("--redis", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=SOURCE_ROOT,
+        help="checkout whose web and worker run (a base commit's worktree), measured by this bench",
+    )
     args = parser.parse_args()
     redis = Redis.from_url(args.redis)
     redis.flushdb()
@@ -155,7 +163,9 @@ def main() -> None:
     llm = FakeLLM(default=model(args.model_s, args.tool_steps, asked)).start()
     ttl_ms = int(Settings().LEASE_TTL_SECONDS * 1000)
     with tempfile.TemporaryDirectory() as tmp:
-        stack = Stack(Path(tmp), args.redis, slack.api_url, llm.base_url, APPROVAL_TOOLS="").start(workers=0)
+        stack = Stack(
+            Path(tmp), args.redis, slack.api_url, llm.base_url, source_root=args.source, APPROVAL_TOOLS=""
+        ).start(workers=0)
         worker = stack.spawn(
             "worker", [THREADLINE, "worker", "--turn-concurrency", str(args.turn_concurrency)]
         )
@@ -204,7 +214,8 @@ def main() -> None:
 
 
 def longest_loop_stall(worker_log: str) -> str:
-    found = re.findall(r"the turns worker's event loop stalled at most ([0-9.]+ s)", worker_log)
+    # Before the turn host, a worker said "the turns' event loop" (`--source` of an older checkout).
+    found = re.findall(r"the turns(?: worker's|') event loop stalled at most ([0-9.]+ s)", worker_log)
     return found[-1] if found else "not logged"
 
 

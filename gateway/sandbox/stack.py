@@ -34,7 +34,14 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 class Stack:
     def __init__(
-        self, tmp_path: Path, redis_url: str, slack_api_url: str, llm_base_url: str, **env: str
+        self,
+        tmp_path: Path,
+        redis_url: str,
+        slack_api_url: str,
+        llm_base_url: str,
+        *,
+        source_root: Path = SOURCE_ROOT,
+        **env: str,
     ) -> None:
         self.port = free_port()
         self.logs = tmp_path / "logs"
@@ -51,7 +58,7 @@ class Stack:
             "LLM_API_KEY": "sk-test",
             "AGENT_WORKDIR": str(tmp_path / "workspaces"),
             "WEB_CONCURRENCY": "1",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(SOURCE_ROOT), os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(source_root), os.environ.get("PYTHONPATH")])),
             **env,
         }
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
