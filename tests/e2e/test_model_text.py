@@ -11,6 +11,7 @@ written. Posts ask Slack not to unfurl the links in them unless SLACK_UNFURL is 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,17 +127,33 @@ def test_a_listed_channel_gets_the_mentions_and_unfurls_as_set(make_stack, fake_
 def test_a_streamed_answer_never_forms_a_mention_across_its_appends(make_stack, fake_slack, fake_llm):
     stack = make_stack(SLACK_STREAMING="on")
     # Written 16 characters at a time, slowly: appends cut the text wherever the model had got to.
+    # The rest waits until the stream has started with the first piece, however slow delivery is.
     padded = "Done. " + " ".join(f"{'x' * (i % 13)}{HOSTILE}" for i in range(6))
+    rest = threading.Event()
     fake_llm.script(
         Reply(tool_calls=[("c1", "<!here>", '{"note": "@channel"}')]),
-        Reply(text=padded, text_every_s=0.05),
+        Reply(text=padded, text_every_s=0.05, rest_gate=rest),
     )
     key = start(stack, fake_slack, "stream it")
+    wait_for(
+        lambda: any(
+            m.get("streaming") and shown(m).startswith("Done.")
+            for m in bot_messages(fake_slack, "C111", key.thread_ts)
+        ),
+        timeout=30,
+        what="the answer's stream, started with its first piece",
+    )
+    rest.set()
 
     answer = answer_of(fake_slack, key)
     assert answer["text"] == "Done. " + " ".join(f"{'x' * (i % 13)}{NEUTRALISED}" for i in range(6))
-    appends = [c for c in fake_slack.calls("chat.appendStream") if c.args["ts"] == answer["ts"]]
-    assert appends  # the text did arrive in pieces
+    later = [
+        chunk
+        for c in fake_slack.calls()
+        if c.method in ("chat.appendStream", "chat.stopStream") and c.args["ts"] == answer["ts"]
+        for chunk in c.args.get("chunks") or []
+    ]
+    assert [chunk for chunk in later if chunk["type"] == "markdown_text"]  # the rest arrived in pieces
     tasks = [t for m in bot_messages(fake_slack, "C111", key.thread_ts) for t in m.get("tasks") or []]
     assert tasks and all(BROADCAST.search(t["title"] + t.get("details", "")) is None for t in tasks)
     assert broadcasts(fake_slack) == []
