@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 
 from redis import Redis
 from rq import Queue
-from rq.exceptions import DuplicateJobError, InvalidJobOperation
-from rq.job import Job, JobStatus
+from rq.exceptions import DuplicateJobError
 from rq.serializers import JSONSerializer
 
 from jobs.keys import QUEUED_SESSIONS, SessionKey, delivery_queued_key, turn_queued_key
@@ -27,14 +26,10 @@ COMPACTION_JOB = "jobs.compaction_job.run_manual_compaction"
 APPROVAL_EXPIRY_JOB = "jobs.control.expire_approvals"
 TURN_TIMEOUT_GRACE_S = 120  # RQ's own timeout is a backstop: the loop stops itself at the turn's limit
 QUEUED_FLAG_TTL_S = 6 * 3600  # a lost job cannot block its session for longer than this
-# A delivery queued this long ago may have been taken by a worker that died before it began: only
-# then is the queue asked whether it still holds it (a walk of the queue, as long as it is).
-STUCK_AFTER_S = 5
-# The session's delivery flag, set for the job to come unless one is queued: then the job's id
-# and how long the flag has left.
+# The session's delivery flag, set for the job to come unless one is queued: then that job's id.
 _CLAIM_DELIVERY = """
 local held = redis.call('GET', KEYS[1])
-if held then return {held, redis.call('TTL', KEYS[1])} end
+if held then return held end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return false
 """
@@ -147,11 +142,11 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
 
     The delivery job calls `delivery_started` before it reads the outbox, so a notice posted
     after that point always schedules a new job. The flag holds its job's id, and is trusted
-    only while that job is still to run: RQ says it is queued, and it is either young or still
-    on the queue. A job RQ started (or failed) that never took the flag died first, in a crash
-    or a Redis failover; one queued more than STUCK_AFTER_S ago and no longer on the queue was
-    taken by a worker that died before starting it (asking the queue costs a walk of it, so a
-    younger one is trusted). Either way it holds nothing back: a new job is queued. A sub-agent's
+    only while that job is still on the queue. One taken off it may be in the hands of a worker
+    that dies before the job begins (nothing runs it then, and RQ's own clean-up only fails it a
+    minute later), and one RQ started (or failed) that never took the flag died first, in a crash
+    or a Redis failover: either way a new job is queued. When the worker that took it is alive,
+    the second job costs one pass that finds the first one's lock or nothing left. A sub-agent's
     session has no thread: its notices stay in its outbox, and what people should see reaches
     its root's thread instead.
     """
@@ -162,8 +157,8 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
     flag = delivery_queued_key(key)
     held = lua(redis, _CLAIM_DELIVERY)(keys=[flag], args=[job_id, QUEUED_FLAG_TTL_S])
     if held:
-        if _still_to_run(slack, text(held[0]), queued_s=QUEUED_FLAG_TTL_S - int(held[1])):
-            return False  # it reads the outbox after this notice
+        if slack.get_job_position(text(held)) is not None:
+            return False  # still to be taken: it reads the outbox after this notice
         redis.set(flag, job_id, ex=QUEUED_FLAG_TTL_S)
     try:
         slack.enqueue(
@@ -178,16 +173,6 @@ def schedule_delivery(redis: Redis, key: SessionKey) -> bool:
         redis.delete(flag)
         raise
     return True
-
-
-def _still_to_run(slack: Queue, job_id: str, *, queued_s: int) -> bool:
-    try:
-        status = Job(job_id, connection=slack.connection, serializer=SERIALIZER).get_status()
-    except InvalidJobOperation:  # no such job any more
-        return False
-    if status != JobStatus.QUEUED:
-        return False
-    return queued_s < STUCK_AFTER_S or slack.get_job_position(job_id) is not None
 
 
 def delivery_started(redis: Redis, key: SessionKey) -> None:

@@ -4,14 +4,12 @@ from rq import Queue
 from rq.job import JobStatus
 from rq.utils import import_attribute
 
-from jobs.keys import SessionKey, delivery_queued_key
+from jobs.keys import SessionKey
 from jobs.queues import (
     COMPACTION_JOB,
     DELIVERY_JOB,
-    QUEUED_FLAG_TTL_S,
     SERIALIZER,
     SLACK_QUEUE,
-    STUCK_AFTER_S,
     TURN_JOB,
     TURN_TIMEOUT_GRACE_S,
     TURNS_QUEUE,
@@ -61,8 +59,10 @@ def test_a_started_delivery_lets_the_next_notice_schedule_another(redis):
 def test_a_notice_while_a_delivery_is_queued_costs_two_round_trips(redis):
     schedule_delivery(redis, KEY)
     sent = Counted(redis)
+    queue(sent, SLACK_QUEUE).get_redis_server_version()  # asked once per client, then kept
+    sent.round_trips = 0
     assert schedule_delivery(sent, KEY) is False
-    assert sent.round_trips == 2  # the flag's claim and its job's status, not a walk of the queue
+    assert sent.round_trips == 2  # the flag's claim and its job's place on the queue
 
 
 def test_a_delivery_that_started_and_died_before_taking_the_notices_does_not_hold_up_the_next(redis):
@@ -72,17 +72,18 @@ def test_a_delivery_that_started_and_died_before_taking_the_notices_does_not_hol
     taken = Queue.dequeue_any([queue(redis, SLACK_QUEUE)], None, connection=redis, serializer=SERIALIZER)
     assert taken is not None
     taken[0].set_status(JobStatus.STARTED)  # as RQ's worker does before it runs the job
-    assert schedule_delivery(redis, KEY) is True  # at once, not STUCK_AFTER_S later
+    assert schedule_delivery(redis, KEY) is True  # at once
     assert [list(job.args) for job in queue(redis, SLACK_QUEUE).get_jobs()] == [[str(KEY)]]
 
 
 def test_a_delivery_whose_worker_died_before_starting_it_does_not_hold_up_the_next(redis):
+    """A worker took the job off the queue and was killed before the job began (seen in the
+    chaos test: the delivery worker died with the turn's). Nothing runs that job, so the answer
+    posted a moment later must get a job of its own, not wait for a later notice."""
     schedule_delivery(redis, KEY)
     taken = Queue.dequeue_any([queue(redis, SLACK_QUEUE)], None, connection=redis, serializer=SERIALIZER)
     assert taken is not None  # a worker took it, then was killed before the job began
-    assert schedule_delivery(redis, KEY) is False  # just queued: trusted to run
-    redis.expire(delivery_queued_key(KEY), QUEUED_FLAG_TTL_S - STUCK_AFTER_S)  # STUCK_AFTER_S later
-    assert schedule_delivery(redis, KEY) is True
+    assert schedule_delivery(redis, KEY) is True  # at once, however young the taken job is
     assert [list(job.args) for job in queue(redis, SLACK_QUEUE).get_jobs()] == [[str(KEY)]]
 
 
