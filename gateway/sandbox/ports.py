@@ -9,6 +9,7 @@ from pathlib import Path
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST = 10_000  # above the ports services are known by
 TRIES = 100
+MIN_CANDIDATES = 1000  # fewer ports outside the range: two servers would pick the same too often
 
 
 def free_port() -> int:
@@ -16,9 +17,10 @@ def free_port() -> int:
     local ports from: a port asked of the kernel (bind to 0) comes from that range, and any
     connection opened before the server binds it may take it meanwhile."""
     low, high = _ephemeral()
-    candidates = range(LOWEST, low) if low - LOWEST >= high - 65535 else range(high + 1, 65536)
-    for _ in range(TRIES if len(candidates) > 1000 else 0):
-        port = random.choice(candidates)
+    below, above = range(LOWEST, low), range(high + 1, 65536)
+    candidates = below if len(below) >= len(above) else above
+    tries = TRIES if len(candidates) >= MIN_CANDIDATES else 0
+    for port in random.choices(candidates, k=tries):
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
