@@ -14,12 +14,14 @@ With `--heavy N`, the first N turns first `grep` a workspace of 40 MB of text (C
 the worker process while the others wait on the model), to show it does not delay the others'
 heartbeats. With `--tool-steps N`, each turn runs `list_dir` N times before it answers, so cards,
 live steps and tool results flow while the others wait. The turns share one event loop; the
-worker logs its longest stall as it stops. Where the time beyond the model's goes is split in
-two: from the mention to the turn's first model request (the fake model notes when each
-arrives), and from the model's last answer to the answer in the thread. Leases the worker
-logged as lost are counted: nothing takes one in this run, so any is a false alarm. With
-`--source PATH` (a worktree of a base commit), web and the worker run from that checkout while
-this bench, its fakes and its measures stay this checkout's: a before-and-after in one harness.
+worker logs its longest stall as it stops, with the CPU time the loop's thread ran (reported
+per turn and per model request: what answers arriving together queue up on the loop). Where
+the time beyond the model's goes is split in two: from the mention to the turn's first model
+request (the fake model notes when each arrives), and from the model's last answer to the
+answer in the thread. Leases the worker logged as lost are counted: nothing takes one in this
+run, so any is a false alarm. With `--source PATH` (a worktree of a base commit), web and the
+worker run from that checkout while this bench, its fakes and its measures stay this
+checkout's: a before-and-after in one harness.
 """
 
 from __future__ import annotations
@@ -204,12 +206,20 @@ def main() -> None:
         finally:
             stack.stop()
             stall_s = longest_loop_stall(stack.log("worker"))
+            loop_cpu_s = loop_cpu(stack.log("worker"))
             leases_lost = stack.log("worker").count("lost the lease of")
     slack.stop()
     llm.stop()
     report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
     report_stages(args, [r["ts"] for r in roots], sent, asked, answered)
     print(f"longest stall of the worker's turn event loop: {stall_s} (logged by the worker as it stops)")
+    if loop_cpu_s is not None:
+        requests = args.sessions * (args.tool_steps + 1)
+        print(
+            f"CPU time of that loop's thread: {loop_cpu_s:.2f} s, {loop_cpu_s / args.sessions * 1000:.1f} ms "
+            f"a turn, {loop_cpu_s / requests * 1000:.1f} ms a model request (all its work divided by "
+            f"{requests}): turns whose answers come together keep the loop busy that long each"
+        )
     print(f"leases the worker logged as lost: {leases_lost} (target 0: none is taken in this run)")
 
 
@@ -217,6 +227,11 @@ def longest_loop_stall(worker_log: str) -> str:
     # Before the turn host, a worker said "the turns' event loop" (`--source` of an older checkout).
     found = re.findall(r"the turns(?: worker's|') event loop stalled at most ([0-9.]+ s)", worker_log)
     return found[-1] if found else "not logged"
+
+
+def loop_cpu(worker_log: str) -> float | None:
+    found = re.findall(r"the turns worker's event loop stalled .* its thread ran ([0-9.]+) CPU-s", worker_log)
+    return float(found[-1]) if found else None
 
 
 def report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms) -> None:  # type: ignore[no-untyped-def]

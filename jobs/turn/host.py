@@ -70,6 +70,7 @@ class TurnHost:
         self.loop = asyncio.new_event_loop()
         self.role = "turns"  # the worker's, which its stall lines name: a delivery worker has a host too
         self.longest_stall_s = 0.0
+        self.loop_cpu_s = 0.0  # CPU time the loop's thread ran, as of the probe's last run
         self.probed_at = time.monotonic()  # when the stall probe last ran: the loop answers
         self.stall_warn_s = stall_warn_ms / 1000
         self._rq = _lane(RQ_THREADS, "turns-rq")
@@ -96,6 +97,7 @@ class TurnHost:
             asked = time.monotonic()
             await asyncio.sleep(STALL_PROBE_S)
             self.probed_at = time.monotonic()
+            self.loop_cpu_s = time.thread_time()
             stall = self.probed_at - asked - STALL_PROBE_S
             self.longest_stall_s = max(self.longest_stall_s, stall)
             if stall > self.stall_warn_s:
@@ -130,7 +132,13 @@ class TurnHost:
         return asyncio.run_coroutine_threadsafe(in_callers_context(), self.loop)
 
     def log_longest_stall(self) -> None:
-        log.info("the %s worker's event loop stalled at most %.3f s", self.role, self.longest_stall_s)
+        """With the CPU time its thread ran: a loop busy with its turns' own steps stalls too."""
+        log.info(
+            "the %s worker's event loop stalled at most %.3f s; its thread ran %.2f CPU-s",
+            self.role,
+            self.longest_stall_s,
+            self.loop_cpu_s,
+        )
 
     # -- lanes ----------------------------------------------------------------------------
 

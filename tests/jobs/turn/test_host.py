@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -94,6 +96,30 @@ def test_the_stall_probe_sees_a_blocked_loop_and_says_so(caplog: pytest.LogCaptu
         wait_for(
             lambda: any("stalled for" in line.getMessage() for line in caplog.records), what="the warning"
         )
+
+
+def test_the_stop_line_tells_the_loop_s_own_work_from_its_waits(caplog: pytest.LogCaptureFixture) -> None:
+    """A stall with the loop's thread computing is the loop's own work; one with it asleep is a
+    block. The stop line gives the CPU time the loop's thread ran beside its longest stall."""
+    turns = TurnHost()
+
+    async def waiting_step() -> None:
+        threading.Event().wait(0.4)  # blocks the loop, computing nothing
+
+    async def computing_step() -> None:
+        began = time.thread_time()
+        while time.thread_time() - began < 0.4:
+            pass
+
+    turns.submit(waiting_step()).result(timeout=20)
+    wait_for(lambda: turns.longest_stall_s >= 0.3, what="the probe to measure the wait")
+    assert turns.loop_cpu_s < 0.3
+    turns.submit(computing_step()).result(timeout=20)
+    wait_for(lambda: turns.loop_cpu_s >= 0.4, what="the probe to see the loop's CPU time")
+    with caplog.at_level(logging.INFO, logger="jobs.turn.host"):
+        turns.log_longest_stall()
+    ran = re.search(r"stalled at most [0-9.]+ s; its thread ran ([0-9.]+) CPU-s", caplog.text)
+    assert ran is not None and float(ran.group(1)) >= 0.4
 
 
 def blocked_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
