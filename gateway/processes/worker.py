@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 import gateway.delivery.job
@@ -47,52 +46,42 @@ LAZY_TRANSPORT_MODULES = ("httpcore", "h11", "anyio._backends._asyncio")
 log = logging.getLogger(__name__)
 
 
-def _janitor(redis: Redis, stop: threading.Event, every_s: float) -> None:
-    """Every worker process sweeps (one at a time, under a lock), so no extra process is needed."""
+Chore = tuple[float, Callable[[], object]]  # how often, and the work
+
+
+def _every(every_s: float, stop: threading.Event, chore: str, work: Callable[[], object]) -> None:
+    """`work()` every `every_s` until `stop`, first at once. Each worker process runs these
+    beside RQ's loop (the shared ones take a lock in Redis), so no extra process is needed; a
+    failure (Redis away for a moment) is logged and the next round tries again."""
     while True:
         try:
-            janitor.sweep(redis, every_s)
-        except Exception as error:  # Redis away for a moment: the next sweep tries again
-            metrics.redis_error_if(error, "janitor")
-            log.warning("janitor sweep failed", exc_info=True)
+            work()
+        except Exception as error:
+            metrics.redis_error_if(error, chore)
+            log.warning("%s failed", chore, exc_info=True)
         if stop.wait(every_s):
             return
 
 
-def _retention(redis: Redis, stop: threading.Event, settings: Settings) -> None:
-    """Every worker asks at each janitor tick; the lock lets one through per RETENTION_EVERY_S.
-    A thread of its own: removing large workspaces must not hold up finding dead workers."""
-    while not stop.wait(settings.JANITOR_INTERVAL_SECONDS):
-        try:
-            retention.sweep(redis, settings)
-        except Exception as error:  # Redis away for a moment: the next tick tries again
-            metrics.redis_error_if(error, "retention")
-            log.warning("retention sweep failed", exc_info=True)
-
-
-def _release_due(redis: Redis, stop: threading.Event) -> None:
-    """Every worker moves due `enqueue_at` jobs to their queues (see jobs.due_jobs for why)."""
-    queues = [queue(redis, name) for name in (SLACK_QUEUE, TURNS_QUEUE)]
-    while not stop.wait(due_jobs.TICK_S):
-        try:
-            for each in queues:
-                due_jobs.release_due_jobs(redis, each)
-        except Exception as error:  # Redis away for a moment: the next tick tries again
-            metrics.redis_error_if(error, "due_jobs")
-            log.warning("releasing due jobs failed", exc_info=True)
-
-
-def _publish_storage(redis: Redis, stop: threading.Event, settings: Settings) -> None:
-    """A turn worker says which AGENT_WORKDIR storage it sees, for `threadline doctor` (jobs.storage)."""
+def _chores(target: RedisTarget, settings: Settings, role: str) -> dict[str, Chore]:
+    """What each worker process does beside its jobs: its name, how often, and the work."""
     every_s = settings.JANITOR_INTERVAL_SECONDS
-    while True:
-        try:
-            publish_storage(redis, settings.AGENT_WORKDIR, ttl_s=int(3 * every_s) + 1)
-        except Exception as error:  # Redis away for a moment, or the storage: the next tick tries again
-            metrics.redis_error_if(error, "storage")
-            log.warning("publishing the workspace storage failed", exc_info=True)
-        if stop.wait(every_s):
-            return
+    janitor_redis, due_redis, retention_redis = connect(target), connect(target), connect(target)
+    due_queues = [queue(due_redis, name) for name in (SLACK_QUEUE, TURNS_QUEUE)]
+    chores: dict[str, Chore] = {
+        "janitor": (every_s, lambda: janitor.sweep(janitor_redis, every_s)),
+        # moves due `enqueue_at` jobs to their queues (see jobs.due_jobs for why)
+        "due_jobs": (due_jobs.TICK_S, lambda: [due_jobs.release_due_jobs(due_redis, q) for q in due_queues]),
+        # a thread of its own: removing large workspaces must not hold up finding dead workers
+        "retention": (every_s, lambda: retention.sweep(retention_redis, settings)),
+    }
+    if role == "turns":  # which AGENT_WORKDIR storage it sees, for `threadline doctor` (jobs.storage)
+        storage_redis = connect(target)
+        chores["storage"] = (
+            every_s,
+            lambda: publish_storage(storage_redis, settings.AGENT_WORKDIR, ttl_s=int(3 * every_s) + 1),
+        )
+    return chores
 
 
 # `--worker-class` / THREADLINE_WORKER_CLASS are kept for deployments that set them: `simple`
@@ -167,15 +156,8 @@ def work(
     redis = connect(target, socket_timeout_s=None)
     queues = [queue(redis, name) for name in ROLE_QUEUES[role]]
     stop = threading.Event()
-    background: list[tuple[Callable[..., None], tuple[object, ...]]] = [
-        (_janitor, (connect(target), stop, settings.JANITOR_INTERVAL_SECONDS)),
-        (_release_due, (connect(target), stop)),
-        (_retention, (connect(target), stop, settings)),
-    ]
-    if role == "turns":
-        background.append((_publish_storage, (connect(target), stop, settings)))
-    for chore, args in background:
-        threading.Thread(target=chore, args=args, daemon=True).start()
+    for chore, (every_s, work) in _chores(target, settings, role).items():
+        threading.Thread(target=_every, args=(every_s, stop, chore, work), name=chore, daemon=True).start()
     if worker_class == "fork":
         log.warning(FORK_RETIRED)
     if role == "turns":
