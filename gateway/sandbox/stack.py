@@ -44,6 +44,9 @@ class Stack:
         **env: str,
     ) -> None:
         self.port = free_port()
+        # Also the processes' working directory: `python -m` and `-c` (the children a supervisor
+        # starts, in older checkouts) put it first on the path, ahead of PYTHONPATH.
+        self.source_root = source_root
         self.logs = tmp_path / "logs"
         self.logs.mkdir(exist_ok=True)
         self.env = {
@@ -97,6 +100,7 @@ class Stack:
         process = subprocess.Popen(
             command,
             env={**self.env, **env},
+            cwd=self.source_root,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
