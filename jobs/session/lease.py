@@ -176,7 +176,7 @@ class Lease:
         self.stop_heartbeat()
 
 
-TICK_S = 0.5  # how often the keeper looks for leases due a renewal (late by at most this)
+TICK_S = 0.5  # how often the keeper looks for leases due a renewal (early by at most this)
 
 
 class LeaseKeeper:
@@ -230,11 +230,12 @@ class LeaseKeeper:
                 lease.lose()
 
     def due(self) -> list[Lease]:
+        """The leases that fall due before the next tick: none is renewed later than its beat."""
         now = time.monotonic()
         return [
             lease
             for lease in self.held()
-            if now - lease.renewed_at >= lease.ttl_ms / 1000 / HEARTBEATS_PER_TTL
+            if now - lease.renewed_at >= lease.ttl_ms / 1000 / HEARTBEATS_PER_TTL - self.tick_s
         ]
 
     def renew(self, due: list[Lease]) -> None:

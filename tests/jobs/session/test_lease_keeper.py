@@ -42,6 +42,18 @@ def test_the_leases_due_are_renewed_together_and_the_others_left_alone(redis: Re
     assert not any(lease.lost.is_set() for lease in [*stale, fresh])
 
 
+def test_a_lease_that_falls_due_before_the_next_tick_is_renewed_in_this_one(redis: Redis) -> None:
+    """The keeper looks every `tick_s`: a lease it left until its next look would be renewed up
+    to a tick later than a quarter of its TTL (5.5 s, measured by bench.concurrency)."""
+    keeper = LeaseKeeper(tick_s=10)  # its own thread looks again only after the test
+    lease = acquired(redis, 1)
+    lease.renewed_at -= TTL_MS / 1000 / HEARTBEATS_PER_TTL - 5  # due in 5 s, before the next look
+    redis.pexpire(lease.store.lease_key, 1_000)
+    keeper.hold(lease)
+    keeper.tick()
+    assert redis.pttl(lease.store.lease_key) > 10_000
+
+
 def test_a_lease_taken_by_another_worker_stops_its_turn_once(redis: Redis) -> None:
     keeper = LeaseKeeper()
     lease = due(acquired(redis, 1))
