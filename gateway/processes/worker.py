@@ -68,10 +68,14 @@ def _chores(target: RedisTarget, settings: Settings, role: str) -> dict[str, Cho
     every_s = settings.JANITOR_INTERVAL_SECONDS
     janitor_redis, due_redis, retention_redis = connect(target), connect(target), connect(target)
     due_queues = [queue(due_redis, name) for name in (SLACK_QUEUE, TURNS_QUEUE)]
+
+    def release_due() -> None:  # moves due `enqueue_at` jobs to their queues (see jobs.due_jobs)
+        for each in due_queues:
+            due_jobs.release_due_jobs(due_redis, each)
+
     chores: dict[str, Chore] = {
         "janitor": (every_s, lambda: janitor.sweep(janitor_redis, every_s)),
-        # moves due `enqueue_at` jobs to their queues (see jobs.due_jobs for why)
-        "due_jobs": (due_jobs.TICK_S, lambda: [due_jobs.release_due_jobs(due_redis, q) for q in due_queues]),
+        "due_jobs": (due_jobs.TICK_S, release_due),
         # a thread of its own: removing large workspaces must not hold up finding dead workers
         "retention": (every_s, lambda: retention.sweep(retention_redis, settings)),
     }
