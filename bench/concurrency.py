@@ -205,9 +205,10 @@ def main() -> None:
             answered = answer_times(slack, ANSWER)
         finally:
             stack.stop()
-            stall_s = longest_loop_stall(stack.log("worker"))
-            loop_cpu_s = loop_cpu(stack.log("worker"))
-            leases_lost = stack.log("worker").count("lost the lease of")
+            worker_log = stack.log("worker")
+            stall_s = longest_loop_stall(worker_log)
+            loop_cpu_s = loop_cpu(worker_log)
+            leases_lost = worker_log.count("lost the lease of")
     slack.stop()
     llm.stop()
     report(args, statuses, sending_s, sent, answered, idle_rss, sampler, ttl_ms)
@@ -230,7 +231,8 @@ def longest_loop_stall(worker_log: str) -> str:
 
 
 def loop_cpu(worker_log: str) -> float | None:
-    found = re.findall(r"the turns worker's event loop stalled .* its thread ran ([0-9.]+) CPU-s", worker_log)
+    line = r"the turns worker's event loop stalled at most [0-9.]+ s; its thread ran ([0-9.]+) CPU-s"
+    found = re.findall(line, worker_log)
     return float(found[-1]) if found else None
 
 
